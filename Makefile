@@ -1,0 +1,54 @@
+# opsche developer entry points. `make demo` and `make test` are the README's quick start; both
+# run `make setup` first, which creates .venv and builds (or finds cached) control-plane binaries.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+DEMO_NODES ?= 8
+
+.PHONY: setup venv controlplane check fmt test test-unit test-integration demo clean cluster-down
+
+setup: venv controlplane
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "opsche needs Python >= 3.11; set PYTHON=...")'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+controlplane: venv
+	$(BIN)/opsche cluster build
+
+check: venv
+	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy --strict src
+	$(BIN)/lint-imports
+	$(BIN)/pytest -q tests/unit
+
+fmt: venv
+	$(BIN)/ruff format src tests
+	$(BIN)/ruff check --fix src tests
+
+test: setup
+	$(BIN)/pytest tests
+
+test-unit: venv
+	$(BIN)/pytest -q tests/unit
+
+test-integration: setup
+	$(BIN)/pytest tests/integration
+
+demo: setup
+	$(BIN)/opsche demo --nodes $(DEMO_NODES)
+
+cluster-down: venv
+	$(BIN)/opsche cluster down
+
+clean:
+	-$(BIN)/opsche cluster down
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

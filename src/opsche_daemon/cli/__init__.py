@@ -1,0 +1,5 @@
+"""The ``opsche`` command line: one entry point, subcommands per job.
+
+Each subcommand turns user mistakes into one clear line on stderr and a non-zero exit code; a
+traceback is printed only for a bug (an exception we did not anticipate).
+"""

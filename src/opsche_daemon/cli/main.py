@@ -1,0 +1,45 @@
+"""``opsche`` entry point: parses arguments and dispatches to a subcommand module."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from opsche_daemon import __version__
+from opsche_daemon.cli import cluster_cmd, demo_cmd
+from opsche_daemon.cli.errors import UserError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (also used by tests and the docs)."""
+    parser = argparse.ArgumentParser(
+        prog="opsche",
+        description="A Kubernetes scheduler with a cluster-wide constraint-solver optimiser.",
+    )
+    parser.add_argument("--version", action="version", version=f"opsche {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    cluster_cmd.register(commands)
+    demo_cmd.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``opsche``; return the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except UserError as exc:
+        print(f"opsche: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("opsche: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Bad input gives one plain error line and a non-zero exit, never a traceback."""
+
+from pathlib import Path
+
+import pytest
+
+from opsche_daemon.cli.main import main
+from opsche_daemon.localcluster.cluster import ClusterError, ClusterSpec
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (ClusterSpec(nodes=-1), "--nodes must be 0 or more"),
+        (ClusterSpec(node_cpu="four"), "--node-cpu: 'four' is not a Kubernetes quantity"),
+        (ClusterSpec(node_memory="0"), "--node-memory must be positive"),
+        (ClusterSpec(node_pods=0), "--node-pods must be at least 1"),
+        (ClusterSpec(ports={"kubelet": 1234}), "unknown component"),
+        (ClusterSpec(ports={"etcd": 70000}), "between 1 and 65535"),
+    ],
+)
+def test_spec_validation_messages(spec: ClusterSpec, message: str) -> None:
+    with pytest.raises(ClusterError, match=message):
+        spec.validate()
+
+
+def test_cluster_up_with_bad_quantity_exits_cleanly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["cluster", "up", "--state-dir", str(tmp_path), "--node-cpu", "lots"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("opsche: error: --node-cpu: 'lots' is not a Kubernetes quantity")
+    assert "Traceback" not in err
+
+
+def test_malformed_port_option_is_an_argparse_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["cluster", "up", "--port", "etcd:2379"])
+    assert exit_info.value.code == 2
+    assert "is not COMPONENT=PORT" in capsys.readouterr().err
+
+
+def test_status_and_down_without_a_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "none"
+    assert main(["cluster", "status", "--state-dir", str(state)]) == 1
+    assert "no local cluster" in capsys.readouterr().out
+    assert main(["cluster", "down", "--state-dir", str(state)]) == 0
+    assert "nothing to do" in capsys.readouterr().out
