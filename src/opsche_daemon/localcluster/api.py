@@ -96,7 +96,11 @@ class LocalApi:
             conn.close()
         decoded = json.loads(data) if data else None
         if response.status >= 300:
-            message = decoded.get("message") if isinstance(decoded, dict) else data[:200].decode(errors="replace")
+            message = (
+                decoded.get("message")
+                if isinstance(decoded, dict)
+                else data[:200].decode(errors="replace")
+            )
             raise ApiError(f"{method} {path}: HTTP {response.status}: {message}", response.status)
         return decoded
 

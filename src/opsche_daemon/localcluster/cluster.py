@@ -373,13 +373,18 @@ class LocalCluster:
                 item["metadata"]["name"]
                 for item in items
                 if _is_ready(item)
+                and not _condition_taints(item)
                 and _same_resources(item["status"].get("allocatable", {}), resources)
             }
             return ready == wanted and len(items) == len(wanted)
 
         data = self._load() or {}
         self._await(
-            f"{spec.nodes} KWOK node(s) to be Ready", all_ready, _NODES_TIMEOUT_S, "kwok", data
+            f"{spec.nodes} KWOK node(s) to be Ready and untainted",
+            all_ready,
+            _NODES_TIMEOUT_S,
+            "kwok",
+            data,
         )
 
     # ------------------------------------------------------------------ status / down
@@ -451,6 +456,18 @@ def _quantities(values: dict[str, str]) -> dict[str, Fraction]:
 def _same_resources(actual: dict[str, str], wanted: dict[str, str]) -> bool:
     have = _quantities(actual)
     return all(have.get(k) == v for k, v in _quantities(wanted).items())
+
+
+def _condition_taints(node: dict[str, Any]) -> list[str]:
+    """Taints the system puts on a node that is not ready yet (``node.kubernetes.io/not-ready``).
+
+    The TaintNodesByCondition admission plugin adds ``not-ready:NoSchedule`` to every new node and
+    kube-controller-manager removes it only after it sees the node Ready. A node whose status is
+    Ready may still carry it for a moment, during which schedulers skip the node; ``up`` must not
+    return before it is gone, or the first pods all land on whichever node was untainted first.
+    """
+    taints = node.get("spec", {}).get("taints") or []
+    return [t["key"] for t in taints if str(t.get("key", "")).startswith("node.kubernetes.io/")]
 
 
 def _is_ready(node: dict[str, Any]) -> bool:

@@ -136,7 +136,6 @@ def argv_for(name: str, layout: Layout) -> list[str]:
             f"--bind-address={LOOPBACK}",
             f"--secure-port={p['kube-controller-manager']}",
             f"--root-ca-file={pki.ca_cert}",
-            f"--service-account-private-key-file={pki.key}",
             "--leader-elect=false",
             # ReplicaSets in benchmarks create thousands of pods; the default 20 QPS would make the
             # controller, not the scheduler, the bottleneck for both schedulers alike.
