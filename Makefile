@@ -34,8 +34,12 @@ fmt: venv
 	$(BIN)/ruff format src tests
 	$(BIN)/ruff check --fix src tests
 
+# pytest exits 5 when it collected nothing: for this suite that is a broken path or import,
+# never a pass, so it is reported and turned into a plain failure.
 test: setup
-	$(BIN)/pytest tests
+	@$(BIN)/pytest tests; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests; failing" >&2; exit 1; fi; \
+	exit $$status
 
 test-unit: venv
 	$(BIN)/pytest -q tests/unit
