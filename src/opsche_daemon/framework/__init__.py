@@ -1,0 +1,5 @@
+"""The scheduling framework: extension-point contracts, the plugin registry and the runner.
+
+Pure: it reads Snapshots and returns decisions, never importing a Kubernetes client, so the same
+plugins decide feasibility for the scheduling cycle, the optimiser and plan validation.
+"""

@@ -1,0 +1,1 @@
+"""kube-scheduler's default plugins, one module each, with upstream names and semantics."""

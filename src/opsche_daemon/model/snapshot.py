@@ -1,0 +1,50 @@
+"""An immutable, generation-stamped view of the cluster: what every decision reads.
+
+"Snapshot, decide, act": a scheduling cycle, a solver run and a plan validation each read one
+Snapshot and never see it change underneath them; the cache builds a new one when the cluster
+changes. The generation lets a plan say which state it was computed from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from opsche_daemon.model.node import NodeInfo
+from opsche_daemon.model.pod import Pod
+
+__all__ = ["Snapshot"]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Nodes (in a stable order) with their pods, plus the pods not yet bound."""
+
+    generation: int = 0
+    nodes: Mapping[str, NodeInfo] = field(default_factory=lambda: MappingProxyType({}))
+    pending: tuple[Pod, ...] = ()
+
+    @classmethod
+    def of(
+        cls, infos: list[NodeInfo], pending: tuple[Pod, ...] = (), generation: int = 0
+    ) -> Snapshot:
+        """Build from NodeInfos, keeping their order."""
+        return cls(generation, MappingProxyType({i.name: i for i in infos}), pending)
+
+    def node_infos(self) -> tuple[NodeInfo, ...]:
+        """All nodes in order."""
+        return tuple(self.nodes.values())
+
+    def get(self, name: str) -> NodeInfo | None:
+        """One node by name."""
+        return self.nodes.get(name)
+
+    def pods(self) -> Iterator[tuple[NodeInfo, Pod]]:
+        """Every pod on every node, with its node."""
+        for info in self.nodes.values():
+            for pod in info.pods:
+                yield info, pod
+
+    def __len__(self) -> int:
+        return len(self.nodes)
