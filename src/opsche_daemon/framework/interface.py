@@ -27,6 +27,7 @@ __all__ = [
     "FilterPlugin",
     "NodeScore",
     "Plugin",
+    "PluginArgsError",
     "PostFilterPlugin",
     "PostFilterResult",
     "PreEnqueuePlugin",
@@ -40,6 +41,10 @@ __all__ = [
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
+
+
+class PluginArgsError(ValueError):
+    """A plugin's arguments in the config file are invalid; the message names the field."""
 
 
 class Code(IntEnum):

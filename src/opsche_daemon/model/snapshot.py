@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from opsche_daemon.model.node import NodeInfo
 from opsche_daemon.model.pod import Pod
+from opsche_daemon.model.selectors import LabelSelector
 
 __all__ = ["Snapshot"]
 
