@@ -25,13 +25,35 @@ class Snapshot:
     generation: int = 0
     nodes: Mapping[str, NodeInfo] = field(default_factory=lambda: MappingProxyType({}))
     pending: tuple[Pod, ...] = ()
+    # Labels of each namespace, for pod-affinity terms with a namespaceSelector.
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    # Per namespace, the selectors of Services, ReplicationControllers, ReplicaSets and
+    # StatefulSets: upstream's DefaultSelector merges those matching a pod to apply the default
+    # topology-spread constraints (pods of one workload spread across nodes and zones).
+    workload_selectors: Mapping[str, tuple[LabelSelector, ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     @classmethod
     def of(
-        cls, infos: list[NodeInfo], pending: tuple[Pod, ...] = (), generation: int = 0
+        cls,
+        infos: list[NodeInfo],
+        pending: tuple[Pod, ...] = (),
+        generation: int = 0,
+        *,
+        namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+        workload_selectors: Mapping[str, tuple[LabelSelector, ...]] | None = None,
     ) -> Snapshot:
         """Build from NodeInfos, keeping their order."""
-        return cls(generation, MappingProxyType({i.name: i for i in infos}), pending)
+        return cls(
+            generation,
+            MappingProxyType({i.name: i for i in infos}),
+            pending,
+            MappingProxyType(dict(namespace_labels or {})),
+            MappingProxyType(dict(workload_selectors or {})),
+        )
 
     def node_infos(self) -> tuple[NodeInfo, ...]:
         """All nodes in order."""
