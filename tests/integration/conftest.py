@@ -16,6 +16,7 @@ from kubernetes_asyncio import client, config
 from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
 from opsche_daemon.localcluster.components import Layout
 from opsche_daemon.localcluster.versions import load_versions
+from tests.integration.waiting import wait_for
 
 NODES = 4
 NODE_CPU = "4"
@@ -59,6 +60,14 @@ async def namespace(api: client.ApiClient, request: pytest.FixtureRequest) -> As
     await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     yield name
     await core.delete_namespace(name)
+    # Wait until it is gone, so its pods no longer hold node capacity for the next test.
+    await wait_for(
+        core.list_namespace,
+        None,
+        lambda namespaces: name not in namespaces,
+        within=60,
+        what=f"namespace {name} to be deleted",
+    )
 
 
 @pytest.fixture

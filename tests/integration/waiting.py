@@ -17,7 +17,7 @@ Objects = dict[str, Any]
 
 async def wait_for(
     list_fn: Callable[..., Awaitable[Any]],
-    namespace: str,
+    namespace: str | None,
     condition: Callable[[Objects], bool],
     *,
     within: float = 60.0,
@@ -25,13 +25,15 @@ async def wait_for(
 ) -> Objects:
     """Wait until ``condition(objects by name)`` holds for a namespaced list; return the objects.
 
-    ``list_fn`` is a kubernetes-asyncio list call such as ``CoreV1Api.list_namespaced_pod``: it is
-    listed once, then watched from that resourceVersion, so no change between the two is missed.
+    ``list_fn`` is a kubernetes-asyncio list call such as ``CoreV1Api.list_namespaced_pod``
+    (``namespace`` None for cluster-scoped lists): it is listed once, then watched from that
+    resourceVersion, so no change between the two is missed.
     """
     objects: Objects = {}
 
     async def run() -> Objects:
-        listing = await list_fn(namespace)
+        args = () if namespace is None else (namespace,)
+        listing = await list_fn(*args)
         objects.update({o.metadata.name: o for o in listing.items})
         if condition(objects):
             return objects
@@ -40,7 +42,7 @@ async def wait_for(
             w = watch.Watch()
             async with w.stream(
                 list_fn,
-                namespace,
+                *args,
                 resource_version=version,
                 timeout_seconds=max(1, int(within)),
                 allow_watch_bookmarks=True,

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from opsche_daemon import __version__
-from opsche_daemon.cli import cluster_cmd, demo_cmd
+from opsche_daemon.cli import cluster_cmd, demo_cmd, run_cmd
 from opsche_daemon.cli.errors import UserError
 
 __all__ = ["build_parser", "main"]
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     cluster_cmd.register(commands)
     demo_cmd.register(commands)
+    run_cmd.register(commands)
     return parser
 
 

@@ -15,7 +15,25 @@ from opsche_daemon.model.node import NodeInfo
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.selectors import LabelSelector
 
-__all__ = ["Snapshot"]
+__all__ = ["DisruptionBudget", "Snapshot"]
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionBudget:
+    """A PodDisruptionBudget as preemption and plans need it: whom it covers, what it allows."""
+
+    namespace: str
+    name: str
+    selector: LabelSelector | None
+    disruptions_allowed: int
+
+    def covers(self, pod: Pod) -> bool:
+        """Same namespace and the selector matches (a nil selector matches nothing)."""
+        return (
+            pod.namespace == self.namespace
+            and self.selector is not None
+            and self.selector.matches(pod.labels)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +53,7 @@ class Snapshot:
     workload_selectors: Mapping[str, tuple[LabelSelector, ...]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    disruption_budgets: tuple[DisruptionBudget, ...] = ()
 
     @classmethod
     def of(
@@ -45,6 +64,7 @@ class Snapshot:
         *,
         namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
         workload_selectors: Mapping[str, tuple[LabelSelector, ...]] | None = None,
+        disruption_budgets: tuple[DisruptionBudget, ...] = (),
     ) -> Snapshot:
         """Build from NodeInfos, keeping their order."""
         return cls(
@@ -53,6 +73,7 @@ class Snapshot:
             pending,
             MappingProxyType(dict(namespace_labels or {})),
             MappingProxyType(dict(workload_selectors or {})),
+            disruption_budgets,
         )
 
     def node_infos(self) -> tuple[NodeInfo, ...]:

@@ -1,0 +1,83 @@
+"""All of opsche's Prometheus metrics, in one place.
+
+Names follow kube-scheduler's (``pkg/scheduler/metrics``) with the ``opsche_`` prefix instead of
+``scheduler_`` wherever the meaning is the same, so existing dashboards port by a rename. Labels are
+bounded (result, queue, profile, plugin); buckets are upstream's exponential ones.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["Metrics"]
+
+
+def _exponential(start: float, factor: float, count: int) -> list[float]:
+    return [start * factor**i for i in range(count)]
+
+
+class Metrics:
+    """The metric objects, registered on one registry (a fresh one per daemon, or per test)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.pending_pods = Gauge(
+            "opsche_pending_pods",
+            "Pending pods by queue: active, backoff, unschedulable, gated.",
+            ["queue"],
+            registry=r,
+        )
+        self.schedule_attempts = Counter(
+            "opsche_schedule_attempts_total",
+            "Scheduling attempts by result: scheduled, unschedulable, error.",
+            ["result", "profile"],
+            registry=r,
+        )
+        self.attempt_duration = Histogram(
+            "opsche_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency (algorithm and binding handoff).",
+            ["result", "profile"],
+            buckets=_exponential(0.001, 2, 15),
+            registry=r,
+        )
+        self.algorithm_duration = Histogram(
+            "opsche_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm (filter and score) latency.",
+            buckets=_exponential(0.001, 2, 15),
+            registry=r,
+        )
+        self.sli_duration = Histogram(
+            "opsche_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from first entering the queue.",
+            ["attempts"],
+            buckets=_exponential(0.01, 2, 20),
+            registry=r,
+        )
+        self.binding_duration = Histogram(
+            "opsche_binding_duration_seconds",
+            "Latency of the Binding API call.",
+            buckets=_exponential(0.001, 2, 15),
+            registry=r,
+        )
+        self.preemption_attempts = Counter(
+            "opsche_preemption_attempts_total", "Preemption attempts.", registry=r
+        )
+        self.preemption_victims = Histogram(
+            "opsche_preemption_victims",
+            "Number of victims selected per preemption.",
+            buckets=_exponential(1, 2, 7),
+            registry=r,
+        )
+        self.unschedulable_pods = Gauge(
+            "opsche_unschedulable_pods",
+            "Unschedulable pods by the plugin that rejected them.",
+            ["plugin", "profile"],
+            registry=r,
+        )
+        self.queue_incoming_pods = Counter(
+            "opsche_queue_incoming_pods_total",
+            "Pods added to scheduling queues by event and queue.",
+            ["queue", "event"],
+            registry=r,
+        )

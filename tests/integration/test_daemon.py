@@ -1,0 +1,230 @@
+"""``opsche run`` against the real control plane: it schedules the pods that name it, reports
+failures the way kube-scheduler does, and preempts through the Eviction API."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from kubernetes_asyncio import client
+
+from opsche_daemon.localcluster.components import Layout
+from tests.integration.waiting import running, wait_for, wait_for_pods
+
+SCHEDULER = "opsche"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def opsche_daemon(local_cluster: Layout, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """A running ``opsche run`` on the session cluster; yields its metrics port."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("opsche") / "opsche.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "opsche_daemon.cli.main", "run",
+                "--kubeconfig", str(local_cluster.kubeconfig),
+                "--metrics-address", "127.0.0.1", "--metrics-port", str(port),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # bounded wait for the readiness endpoint, failing fast if the daemon dies
+            if proc.poll() is not None:
+                pytest.fail(f"opsche run exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"opsche did not become ready:\n{log.read_text()[-3000:]}")
+            time.sleep(0.1)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            code = proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail("opsche did not stop within 20 s of SIGTERM")
+        assert code == 0, log.read_text()[-3000:]
+
+
+def pod_spec(cpu: str, *, priority_class: str | None = None, **extra: object) -> client.V1PodSpec:
+    return client.V1PodSpec(
+        scheduler_name=SCHEDULER,
+        priority_class_name=priority_class,
+        containers=[
+            client.V1Container(
+                name="main",
+                image="registry.k8s.io/pause:3.10",
+                resources=client.V1ResourceRequirements(requests={"cpu": cpu, "memory": "64Mi"}),
+            )
+        ],
+        **extra,
+    )
+
+
+def replicaset(name: str, replicas: int, spec: client.V1PodSpec) -> client.V1ReplicaSet:
+    labels = {"app": name}
+    return client.V1ReplicaSet(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1ReplicaSetSpec(
+            replicas=replicas,
+            selector=client.V1LabelSelector(match_labels=labels),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels=labels), spec=spec
+            ),
+        ),
+    )
+
+
+async def test_schedules_its_pods_and_they_run(
+    api: client.ApiClient, namespace: str, opsche_daemon: int
+) -> None:
+    await client.AppsV1Api(api).create_namespaced_replica_set(
+        namespace, replicaset("web", 8, pod_spec("200m"))
+    )
+    pods = await wait_for_pods(
+        api,
+        namespace,
+        lambda p: len(p) == 8 and all(map(running, p.values())),
+        what="8 running pods",
+    )
+    assert len({p.spec.node_name for p in pods.values()}) == 4, "LeastAllocated spreads them"
+    name = next(iter(pods))
+    # Events are posted in the background: wait for the one about this pod.
+    events = await wait_for(
+        client.CoreV1Api(api).list_namespaced_event,
+        namespace,
+        lambda evs: any(
+            e.reason == "Scheduled" and e.involved_object.name == name for e in evs.values()
+        ),
+        what=f"a Scheduled event for {name}",
+    )
+    scheduled = [
+        e for e in events.values() if e.reason == "Scheduled" and e.involved_object.name == name
+    ]
+    assert scheduled and scheduled[0].reporting_component == SCHEDULER
+    assert (
+        scheduled[0].message
+        == f"Successfully assigned {namespace}/{name} to {pods[name].spec.node_name}"
+    )
+    url = f"http://127.0.0.1:{opsche_daemon}/metrics"
+    metrics = await asyncio.to_thread(lambda: urllib.request.urlopen(url).read().decode())
+    assert 'opsche_schedule_attempts_total{profile="opsche",result="scheduled"}' in metrics
+
+
+async def test_a_pod_that_fits_nowhere_is_reported_like_kube_scheduler(
+    api: client.ApiClient, namespace: str, opsche_daemon: int
+) -> None:
+    core = client.CoreV1Api(api)
+    await core.create_namespaced_pod(
+        namespace,
+        client.V1Pod(metadata=client.V1ObjectMeta(name="huge"), spec=pod_spec("100")),
+    )
+    await core.create_namespaced_pod(
+        namespace,
+        client.V1Pod(
+            metadata=client.V1ObjectMeta(name="picky"),
+            spec=pod_spec("100m", node_selector={"disk": "ssd"}),
+        ),
+    )
+
+    def condition_set(pods: dict[str, client.V1Pod]) -> bool:
+        return (
+            all(
+                any(
+                    c.type == "PodScheduled" and c.status == "False"
+                    for c in (p.status.conditions or [])
+                )
+                for p in pods.values()
+            )
+            and len(pods) == 2
+        )
+
+    pods = await wait_for_pods(api, namespace, condition_set, what="PodScheduled=False on both")
+    huge = next(c for c in pods["huge"].status.conditions if c.type == "PodScheduled")
+    assert huge.reason == "Unschedulable"
+    assert huge.message == (
+        "0/4 nodes are available: 4 Insufficient cpu. preemption: 0/4 nodes are available: "
+        "4 Preemption is not helpful for scheduling."
+    )
+    picky = next(c for c in pods["picky"].status.conditions if c.type == "PodScheduled")
+    assert picky.message.startswith(
+        "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector."
+    )
+    events = await wait_for(
+        client.CoreV1Api(api).list_namespaced_event,
+        namespace,
+        lambda evs: any(e.reason == "FailedScheduling" for e in evs.values()),
+        what="a FailedScheduling event",
+    )
+    failed = [
+        e
+        for e in events.values()
+        if e.reason == "FailedScheduling" and e.involved_object.name == "huge"
+    ]
+    assert failed and failed[0].type == "Warning" and failed[0].message == huge.message
+
+
+async def test_preemption_evicts_a_lower_priority_pod(
+    api: client.ApiClient, namespace: str, opsche_daemon: int
+) -> None:
+    scheduling = client.SchedulingV1Api(api)
+    for name, value in (("t-low", 10), ("t-high", 1000)):
+        try:
+            await scheduling.create_priority_class(
+                client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value)
+            )
+        except client.exceptions.ApiException as exc:
+            if exc.status != 409:
+                raise
+    core = client.CoreV1Api(api)
+    # Fill every node: 4 nodes x 4 cpu, one 3500m low-priority pod each.
+    for i in range(4):
+        await core.create_namespaced_pod(
+            namespace,
+            client.V1Pod(
+                metadata=client.V1ObjectMeta(name=f"low-{i}"),
+                spec=pod_spec("3500m", priority_class="t-low"),
+            ),
+        )
+    await wait_for_pods(api, namespace, lambda p: len(p) == 4 and all(map(running, p.values())))
+    await core.create_namespaced_pod(
+        namespace,
+        client.V1Pod(
+            metadata=client.V1ObjectMeta(name="vip"), spec=pod_spec("2", priority_class="t-high")
+        ),
+    )
+    pods = await wait_for_pods(
+        api,
+        namespace,
+        lambda p: "vip" in p and running(p["vip"]) and len(p) == 4,
+        within=90,
+        what="the high-priority pod running after one eviction",
+    )
+    low_left = [n for n in pods if n.startswith("low-")]
+    assert len(low_left) == 3, "exactly one victim"
+    await wait_for(
+        client.CoreV1Api(api).list_namespaced_event,
+        namespace,
+        lambda evs: any(e.reason == "Preempted" for e in evs.values()),
+        what="a Preempted event on the victim",
+    )

@@ -1,0 +1,129 @@
+import asyncio
+
+import pytest
+
+from opsche_daemon.framework.interface import Code, Status
+from opsche_daemon.model.pod import Pod
+from opsche_daemon.queue import QueueSettings, SchedulingQueue
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def pod(name: str, priority: int = 0, gates: tuple[str, ...] = ()) -> Pod:
+    return Pod(namespace="ns", name=name, priority=priority, scheduling_gates=gates)
+
+
+def gate(p: Pod) -> Status:
+    if p.scheduling_gates:
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("gated",), "SchedulingGates")
+    return Status.success()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def queue(clock: FakeClock) -> SchedulingQueue:
+    return SchedulingQueue(gate, QueueSettings(1.0, 10.0, 300.0), clock)
+
+
+async def pop_now(queue: SchedulingQueue) -> str:
+    info = await asyncio.wait_for(queue.pop(), 1)
+    return info.key
+
+
+async def test_pops_by_priority_then_arrival(queue: SchedulingQueue, clock: FakeClock) -> None:
+    queue.add(pod("low", 1))
+    clock.now += 1
+    queue.add(pod("high", 10))
+    clock.now += 1
+    queue.add(pod("low-later", 1))
+    assert [await pop_now(queue) for _ in range(3)] == ["ns/high", "ns/low", "ns/low-later"]
+
+
+async def test_gated_pods_wait_until_their_gates_are_removed(queue: SchedulingQueue) -> None:
+    queue.add(pod("g", gates=("example.com/wait",)))
+    assert queue.counts()["gated"] == 1
+    queue.update(pod("g"))
+    assert queue.counts() == {"active": 1, "backoff": 0, "unschedulable": 0, "gated": 0}
+    assert await pop_now(queue) == "ns/g"
+
+
+async def test_backoff_doubles_from_one_second_up_to_ten(
+    queue: SchedulingQueue, clock: FakeClock
+) -> None:
+    queue.add(pod("p"))
+    waits = []
+    for _ in range(6):
+        info = await asyncio.wait_for(queue.pop(), 1)
+        queue.requeue_error(info)
+        waits.append(info.backoff_until - clock.now)
+        clock.now = info.backoff_until
+        assert queue.flush_backoff_completed() == 1
+    assert waits == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+
+
+async def test_unschedulable_pods_park_until_an_event_moves_them(
+    queue: SchedulingQueue, clock: FakeClock
+) -> None:
+    queue.add(pod("p"))
+    info = await pop_now_info(queue)
+    queue.requeue_unschedulable(info, {"NodeResourcesFit"}, queue.scheduling_cycle)
+    assert queue.where("ns/p") == "unschedulable"
+    clock.now += 60
+    assert queue.flush_backoff_completed() == 0  # parked pods do not leave on backoff expiry
+    assert queue.move_all_to_active_or_backoff("NodeAdd") == 1
+    assert queue.where("ns/p") == "active"
+
+
+async def test_an_event_during_the_cycle_sends_the_pod_to_backoff_not_the_pool(
+    queue: SchedulingQueue,
+) -> None:
+    queue.add(pod("p"))
+    info = await pop_now_info(queue)
+    cycle = queue.scheduling_cycle
+    queue.move_all_to_active_or_backoff("AssignedPodDelete")  # arrives while p is in flight
+    queue.requeue_unschedulable(info, {"NodeResourcesFit"}, cycle)
+    assert queue.where("ns/p") == "backoff"
+
+
+async def test_leftover_flush_releases_pods_parked_for_five_minutes(
+    queue: SchedulingQueue, clock: FakeClock
+) -> None:
+    queue.add(pod("p"))
+    info = await pop_now_info(queue)
+    queue.requeue_unschedulable(info, set(), queue.scheduling_cycle)
+    clock.now += 299
+    assert queue.flush_unschedulable_leftover() == 0
+    clock.now += 1
+    assert queue.flush_unschedulable_leftover() == 1
+    assert queue.where("ns/p") == "active"
+
+
+async def test_deleted_pods_are_never_popped(queue: SchedulingQueue) -> None:
+    queue.add(pod("a"))
+    queue.add(pod("b"))
+    queue.delete("ns/a")
+    assert await pop_now(queue) == "ns/b"
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(queue.pop(), 0.05)
+
+
+async def test_close_wakes_a_waiting_pop(queue: SchedulingQueue) -> None:
+    waiter = asyncio.create_task(queue.pop())
+    await asyncio.sleep(0)
+    queue.close()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(waiter, 1)
+
+
+async def pop_now_info(queue: SchedulingQueue):  # type: ignore[no-untyped-def]
+    return await asyncio.wait_for(queue.pop(), 1)
