@@ -175,7 +175,10 @@ class Writer:
         )
         # Events are best effort, as upstream's broadcaster drops them on failure.
         try:
-            await self.events.create_namespaced_event(pod.namespace, body)
+            response: Any = await self.events.create_namespaced_event(
+                pod.namespace, body, _preload_content=False
+            )
+            response.release()  # the created Event is not needed: skip building its model
         except ApiException as exc:
             log.debug("event not recorded", pod=pod.key, reason=reason, status=exc.status)
 

@@ -168,23 +168,26 @@ class SchedulingQueue:
         )
         self._wakeup.set()
 
+    def pop_nowait(self) -> QueuedPod | None:
+        """The next active pod, or None if the active queue is empty."""
+        while self._active:
+            _, enqueued_at, _, key = heapq.heappop(self._active)
+            info = self._infos.get(key)
+            if info is None or self._where.get(key) != "active" or info.enqueued_at != enqueued_at:
+                continue  # stale entry: deleted, moved or re-pushed since
+            self._where[key] = "inflight"
+            self._cycle += 1
+            info.attempts += 1
+            if info.initial_attempt_at is None:
+                info.initial_attempt_at = self._clock()
+            return info
+        return None
+
     async def pop(self) -> QueuedPod:
         """The next pod to schedule (waits until there is one). Raises CancelledError on close."""
         while True:
-            while self._active:
-                _, enqueued_at, _, key = heapq.heappop(self._active)
-                info = self._infos.get(key)
-                if (
-                    info is None
-                    or self._where.get(key) != "active"
-                    or info.enqueued_at != enqueued_at
-                ):
-                    continue  # stale entry: deleted, moved or re-pushed since
-                self._where[key] = "inflight"
-                self._cycle += 1
-                info.attempts += 1
-                if info.initial_attempt_at is None:
-                    info.initial_attempt_at = self._clock()
+            info = self.pop_nowait()
+            if info is not None:
                 return info
             if self._closed:
                 raise asyncio.CancelledError

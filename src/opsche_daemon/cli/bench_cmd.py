@@ -1,0 +1,68 @@
+"""``opsche bench throughput``: opsche and kube-scheduler on the same burst, side by side."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from opsche_daemon.cli.errors import UserError
+
+__all__ = ["register"]
+
+
+def register(commands: Any) -> None:
+    """Add ``bench`` to the top-level parser."""
+    bench = commands.add_parser("bench", help="benchmarks against kube-scheduler")
+    sub = bench.add_subparsers(dest="bench_command", metavar="BENCHMARK", required=True)
+    throughput = sub.add_parser(
+        "throughput", help="schedule a burst of pods with kube-scheduler and with opsche"
+    )
+    throughput.add_argument("--nodes", type=int, default=100, help="KWOK nodes (default 100)")
+    throughput.add_argument(
+        "--pods", type=int, default=2000, help="pods in the burst (default 2000)"
+    )
+    throughput.add_argument("--config", type=Path, default=None, help="opsche config file")
+    throughput.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds per run (default 600)"
+    )
+    throughput.add_argument("--json", action="store_true", help="print results as JSON")
+    throughput.set_defaults(handler=_throughput)
+
+
+def _throughput(args: argparse.Namespace) -> int:
+    from opsche_daemon.bench.throughput import (  # noqa: PLC0415 - heavy imports on demand
+        BenchOptions,
+        environment,
+        format_results,
+        results_json,
+        run_throughput,
+    )
+    from opsche_daemon.localcluster.cluster import ClusterError  # noqa: PLC0415
+
+    if args.nodes < 1 or args.pods < 1:
+        raise UserError("--nodes and --pods must be at least 1")
+    if args.pods > args.nodes * 110:
+        raise UserError(f"{args.pods} pods cannot fit on {args.nodes} nodes of 110 pods each")
+    options = BenchOptions(
+        nodes=args.nodes, pods=args.pods, timeout_s=args.timeout, config=args.config
+    )
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        results = run_throughput(options, say)
+    except (ClusterError, RuntimeError) as exc:
+        raise UserError(str(exc)) from None
+    if args.json:
+        print(results_json(results))
+    else:
+        env = environment()
+        print(
+            f"burst of {args.pods} pods on {args.nodes} KWOK nodes "
+            f"({env['cpus']} cpus, Python {env['python']})"
+        )
+        print(format_results(results))
+    return 0 if all(r.bound == r.pods for r in results) else 1
