@@ -387,6 +387,27 @@ class LocalCluster:
             data,
         )
 
+    def restart(self, name: str) -> None:
+        """Stop one component and start it again with the same flags and ports.
+
+        For resilience tests: clients must survive an API server restart without losing work.
+        """
+        data = self._load()
+        if data is None:
+            raise ClusterError(f"no local cluster in {self.state_dir}")
+        layout = self._layout({k: int(v) for k, v in data["ports"].items()})
+        kept = []
+        for managed in self._processes(data):
+            if managed.name == name:
+                process.stop(managed)
+            else:
+                kept.append(managed.to_json())
+        if len(kept) == len(data["processes"]):
+            raise ClusterError(f"{name} is not a running component of this cluster")
+        data["processes"] = kept
+        data["started"] = [n for n in data["started"] if n != name]
+        self._start_component(name, layout, data)
+
     # ------------------------------------------------------------------ status / down
     def status(self) -> tuple[list[ComponentStatus], dict[str, Any] | None]:
         """Each recorded component and whether it runs, plus the saved state (None: no cluster)."""
