@@ -25,7 +25,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -209,8 +209,27 @@ async def _measure(
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await watch_task
     result = recorder.result(scheduler, pid)
-    await core.delete_namespace(namespace)
+    await _delete_namespace(core, namespace, out)
     return result
+
+
+async def _delete_namespace(core: client.CoreV1Api, namespace: str, out: Printer) -> None:
+    """Delete the run's namespace and wait until it is gone.
+
+    Deleting 2000 pods is a flood of API writes and watch events; the next scheduler must not be
+    measured while the previous run is still being cleaned up.
+    """
+    await core.delete_namespace(namespace)
+    started = time.monotonic()
+    while time.monotonic() - started < 300:
+        try:
+            await core.read_namespace(namespace)
+        except client.exceptions.ApiException as exc:
+            if exc.status == 404:
+                return
+            raise
+        await asyncio.sleep(0.5)
+    out(f"  namespace {namespace} still terminating after 300 s; continuing")
 
 
 def _free_port() -> int:
@@ -257,7 +276,11 @@ def _scheduler_pid(cluster_state: Path) -> int | None:
 
 
 async def _run(
-    layout: Layout, state_dir: Path, options: BenchOptions, out: Printer
+    layout: Layout,
+    state_dir: Path,
+    options: BenchOptions,
+    out: Printer,
+    stop_kube_scheduler: Callable[[], None],
 ) -> list[RunResult]:
     configuration = client.Configuration()
     await config.load_kube_config(
@@ -277,6 +300,8 @@ async def _run(
                 out,
             )
         )
+        # Each scheduler runs alone: an idle kube-scheduler still processes every pod event.
+        await asyncio.to_thread(stop_kube_scheduler)
         out(f"opsche: {options.pods} pods on {options.nodes} nodes")
         proc, _ = await asyncio.to_thread(_start_opsche, layout, options, state_dir / "opsche.log")
         try:
@@ -293,9 +318,14 @@ def run_throughput(options: BenchOptions, out: Printer = print) -> list[RunResul
         state = Path(tmp) / "cluster"
         cluster = LocalCluster(state, load_versions(), out=out)
         # Enough room for every pod: the benchmark measures scheduling, not fragmentation.
-        layout = cluster.up(ClusterSpec(nodes=options.nodes, node_cpu="8", node_memory="32Gi"))
+        spec = ClusterSpec(nodes=options.nodes, node_cpu="8", node_memory="32Gi")
+        layout = cluster.up(spec)
+
+        def stop_kube_scheduler() -> None:
+            cluster.up(replace(spec, default_scheduler=False))
+
         try:
-            return asyncio.run(_run(layout, state, options, out))
+            return asyncio.run(_run(layout, state, options, out, stop_kube_scheduler))
         finally:
             cluster.down()
 

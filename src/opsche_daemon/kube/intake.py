@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import kopf
 from kubernetes_asyncio import client
@@ -131,6 +131,29 @@ def disruption_budget(raw: Mapping[str, Any]) -> DisruptionBudget:
     )
 
 
+class NoDiffBase(kopf.DiffBaseStorage):
+    """A diff-base store that keeps nothing.
+
+    kopf deep-copies every object on every event to compute an "essence" for change detection,
+    which only ``on.update``/``on.field`` handlers use. opsche has only ``on.event`` handlers, and
+    that copy was a third of kopf's cost per event in a 2000-pod burst, so it is skipped.
+    """
+
+    def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
+        """An empty essence: nothing to compare."""
+        del body, extra_fields
+        return cast(kopf.BodyEssence, {})
+
+    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
+        """No stored essence."""
+        del body
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
+        """Store nothing (and so never patch the object)."""
+        del body, patch, essence
+
+
 def build_registry(sink: IntakeSink) -> kopf.OperatorRegistry:
     """A kopf registry with event handlers for every kind the scheduler needs."""
     registry = kopf.OperatorRegistry()
@@ -139,6 +162,7 @@ def build_registry(sink: IntakeSink) -> kopf.OperatorRegistry:
     async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.posting.enabled = False  # kopf must not post its own k8s Events
         settings.scanning.disabled = True  # we name every resource; no CRD discovery needed
+        settings.persistence.diffbase_storage = NoDiffBase()
         settings.watching.server_timeout = 300
         settings.watching.client_timeout = 330
         settings.networking.error_backoffs = [0.5, 1, 2, 5, 10]

@@ -346,9 +346,10 @@ class Pod:
         pod_affinity = affinity.get("podAffinity")
         anti_affinity = affinity.get("podAntiAffinity")
         volumes = spec.get("volumes") or ()
-        unsupported = tuple(
-            sorted({kind for v in volumes for kind in _UNSUPPORTED_VOLUMES if kind in v})
-        )
+        kinds = {kind for v in volumes for kind in _UNSUPPORTED_VOLUMES if kind in v}
+        if spec.get("resourceClaims"):
+            kinds.add("resourceClaims")  # dynamic resource allocation needs the DRA plugin
+        unsupported = tuple(sorted(kinds))
         images = tuple(
             str(c.get("image"))
             for c in list(spec.get("containers") or ()) + list(spec.get("initContainers") or ())

@@ -167,7 +167,8 @@ class Scheduler:
     def _move(self, event: str) -> None:
         moved = self.queue.move_all_to_active_or_backoff(event)
         if moved:
-            log.debug("moved unschedulable pods", event=event, moved=moved)
+            # Not ``event=``: structlog takes the message as its ``event`` argument.
+            log.debug("moved unschedulable pods", cluster_event=event, moved=moved)
             self.metrics.queue_incoming_pods.labels("active", event).inc(moved)
         self._update_gauges()
 
@@ -230,8 +231,9 @@ class Scheduler:
             return
         if pod.unsupported_volumes:
             message = (
-                f"opsche does not schedule pods with {', '.join(pod.unsupported_volumes)} "
-                "volumes (volume binding is not implemented); use kube-scheduler for this pod"
+                f"opsche does not schedule pods using {', '.join(pod.unsupported_volumes)} "
+                "(volume binding and dynamic resource allocation are not implemented); "
+                "use kube-scheduler for this pod"
             )
             self._record_failure(
                 info,
@@ -356,10 +358,13 @@ class Scheduler:
             raise
         except Exception as exc:
             log.warning("bind failed", pod=pod.key, node=node, error=str(exc))
+            # Still assumed means neither deleted nor confirmed by the watch meanwhile: only
+            # then retry it (a pod deleted during the bind must not come back to the queue).
+            still_assumed = self.cache.is_assumed(pod.key)
             self.cache.forget(pod)
             self.framework.run_unreserve(state, pod, node)
             current = self.cache.placement(pod.key)
-            if current is None and pod.key not in self.queue:
+            if still_assumed and current is None and pod.key not in self.queue:
                 self.queue.add(info.pod)
                 requeued = self.queue.info(pod.key)
                 if requeued is not None:

@@ -1,0 +1,86 @@
+from opsche_daemon.model.pod import Pod
+
+
+def container(
+    cpu: str | None = None, memory: str | None = None, **extra: object
+) -> dict[str, object]:
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    return {"name": "c", "image": "x", "resources": {"requests": requests}, **extra}
+
+
+def test_requests_combine_containers_init_containers_sidecars_and_overhead() -> None:
+    pod = Pod.from_api(
+        {
+            "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {
+                "containers": [container("500m", "1Gi"), container("250m", "1Gi")],
+                "initContainers": [
+                    container("100m", restartPolicy="Always"),  # a sidecar: adds to the total
+                    container("2", "512Mi"),  # runs alone (plus earlier sidecars) before the rest
+                ],
+                "overhead": {"cpu": "10m"},
+            },
+        }
+    )
+    # cpu: max(500+250+100, 2000+100) + 10 ; memory: max(2Gi, 512Mi) + 0
+    assert pod.requests.milli_cpu == 2110
+    assert pod.requests.memory == 2 * 2**30
+
+
+def test_non_zero_requests_default_missing_cpu_and_memory_for_scoring_only() -> None:
+    pod = Pod.from_api(
+        {"metadata": {"name": "p"}, "spec": {"containers": [container(), container("0")]}}
+    )
+    assert pod.requests.milli_cpu == 0
+    # Missing cpu counts 100m; an explicit 0 stays 0 (upstream NonMissingContainerRequests).
+    assert pod.non_zero_requests.milli_cpu == 100
+    assert pod.non_zero_requests.memory == 2 * 200 * 2**20
+
+
+def test_pod_level_requests_replace_the_container_sum() -> None:
+    pod = Pod.from_api(
+        {
+            "metadata": {"name": "p"},
+            "spec": {
+                "resources": {"requests": {"cpu": "3"}},
+                "containers": [container("1", "1Gi")],
+            },
+        }
+    )
+    assert pod.requests.milli_cpu == 3000
+    assert pod.requests.memory == 2**30
+
+
+def test_volumes_and_claims_opsche_cannot_schedule_are_flagged() -> None:
+    pod = Pod.from_api(
+        {
+            "metadata": {"name": "p"},
+            "spec": {
+                "containers": [container()],
+                "volumes": [
+                    {"name": "d", "persistentVolumeClaim": {"claimName": "c"}},
+                    {"name": "e", "emptyDir": {}},
+                ],
+                "resourceClaims": [{"name": "gpu"}],
+            },
+        }
+    )
+    assert pod.unsupported_volumes == ("persistentVolumeClaim", "resourceClaims")
+
+
+def test_controller_owner_and_protection_markers() -> None:
+    pod = Pod.from_api(
+        {
+            "metadata": {
+                "name": "p",
+                "ownerReferences": [
+                    {"kind": "ReplicaSet", "name": "rs", "uid": "1", "controller": False},
+                    {"kind": "DaemonSet", "name": "ds", "uid": "2", "controller": True},
+                ],
+                "annotations": {"kubernetes.io/config.mirror": "x"},
+            },
+            "spec": {"containers": [container()]},
+        }
+    )
+    assert pod.owner is not None and pod.owner.kind == "DaemonSet"
+    assert pod.is_daemonset and pod.is_mirror
