@@ -29,6 +29,35 @@ def register(commands: Any) -> None:
     )
     throughput.add_argument("--json", action="store_true", help="print results as JSON")
     throughput.set_defaults(handler=_throughput)
+    solver = sub.add_parser("solver", help="CP-SAT and the heuristic on generated clusters")
+    solver.add_argument(
+        "--sizes", default="16,32,100,500,2000", help="node counts (default 16,32,100,500,2000)"
+    )
+    solver.add_argument("--time-limit", type=float, default=2.0, help="seconds per solve")
+    solver.add_argument("--solvers", default="cpsat,heuristic", help="comma-separated")
+    solver.set_defaults(handler=_solver)
+
+
+def _solver(args: argparse.Namespace) -> int:
+    from opsche_daemon.bench.solver import format_rows, run_solver_bench  # noqa: PLC0415
+
+    try:
+        sizes = [int(s) for s in args.sizes.split(",") if s]
+    except ValueError:
+        raise UserError(f"--sizes {args.sizes!r}: expected comma-separated node counts") from None
+    solvers = [s for s in args.solvers.split(",") if s]
+    unknown = set(solvers) - {"cpsat", "heuristic"}
+    if unknown or not solvers or not sizes or min(sizes) < 1:
+        raise UserError("--solvers takes cpsat and/or heuristic; --sizes positive node counts")
+    if args.time_limit <= 0:
+        raise UserError("--time-limit must be positive")
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    rows = run_solver_bench(sizes, solvers, args.time_limit, say)
+    print(format_rows(rows))
+    return 0
 
 
 def _throughput(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from opsche_daemon import __version__
-from opsche_daemon.cli import bench_cmd, cluster_cmd, demo_cmd, run_cmd
+from opsche_daemon.cli import bench_cmd, cluster_cmd, demo_cmd, run_cmd, solve_cmd
 from opsche_daemon.cli.errors import UserError
 
 __all__ = ["build_parser", "main"]
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_cmd.register(commands)
     demo_cmd.register(commands)
     run_cmd.register(commands)
+    solve_cmd.register(commands)
     bench_cmd.register(commands)
     return parser
 

@@ -27,13 +27,16 @@ from opsche_daemon.model.selectors import LabelSelector
 from opsche_daemon.model.snapshot import DisruptionBudget
 
 __all__ = [
+    "WORKLOAD_KINDS",
     "IntakeSink",
     "build_registry",
     "disruption_budget",
     "initial_sync",
+    "list_raw",
     "workload_selector",
 ]
 
+WORKLOAD_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
 WORKLOADS = (
     ("", "v1", "services", "Service"),
     ("", "v1", "replicationcontrollers", "ReplicationController"),
@@ -78,7 +81,7 @@ def workload_selector(kind: str, body: Mapping[str, Any]) -> LabelSelector | Non
     return LabelSelector.parse(spec.get("selector"))
 
 
-async def _list(call: Callable[..., Awaitable[Any]]) -> list[dict[str, Any]]:
+async def list_raw(call: Callable[..., Awaitable[Any]]) -> list[dict[str, Any]]:
     """A LIST as raw JSON: the generated models would cost seconds on thousands of pods."""
     response: Any = await call(_preload_content=False)
     data = json.loads(await response.read())
@@ -91,10 +94,10 @@ async def initial_sync(api: client.ApiClient, sink: IntakeSink) -> tuple[int, in
     core = client.CoreV1Api(api)
     apps = client.AppsV1Api(api)
     policy = client.PolicyV1Api(api)
-    nodes = await _list(core.list_node)
+    nodes = await list_raw(core.list_node)
     for raw in nodes:
         sink.node_changed(Node.from_api(raw))
-    for raw in await _list(core.list_namespace):
+    for raw in await list_raw(core.list_namespace):
         meta = raw.get("metadata") or {}
         sink.namespace_changed(str(meta.get("name")), meta.get("labels") or {})
     lists = {
@@ -104,7 +107,7 @@ async def initial_sync(api: client.ApiClient, sink: IntakeSink) -> tuple[int, in
         "StatefulSet": apps.list_stateful_set_for_all_namespaces,
     }
     for kind, call in lists.items():
-        for raw in await _list(call):
+        for raw in await list_raw(call):
             meta = raw.get("metadata") or {}
             sink.workload_changed(
                 kind,
@@ -112,9 +115,9 @@ async def initial_sync(api: client.ApiClient, sink: IntakeSink) -> tuple[int, in
                 str(meta.get("name")),
                 workload_selector(kind, raw),
             )
-    for raw in await _list(policy.list_pod_disruption_budget_for_all_namespaces):
+    for raw in await list_raw(policy.list_pod_disruption_budget_for_all_namespaces):
         sink.budget_changed(disruption_budget(raw))
-    pods = await _list(core.list_pod_for_all_namespaces)
+    pods = await list_raw(core.list_pod_for_all_namespaces)
     for raw in pods:
         sink.pod_changed(Pod.from_api(raw))
     return len(nodes), len(pods)

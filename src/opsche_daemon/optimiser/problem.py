@@ -36,11 +36,15 @@ from opsche_daemon.model.resources import Resources
 from opsche_daemon.model.snapshot import Snapshot
 
 __all__ = [
+    "STATIC_FILTERS",
     "Group",
     "NodeSpec",
     "Problem",
     "Solution",
+    "StaticFeasibility",
     "build_problem",
+    "current_counts",
+    "fill_greedily",
     "plan_from_solution",
 ]
 
@@ -174,10 +178,11 @@ def _signature(pod: Pod) -> tuple[object, ...]:
     )
 
 
-class _Feasibility:
+class StaticFeasibility:
     """Static pod-node feasibility from the scheduler's Filter plugins, cached per signature."""
 
     def __init__(self, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> None:
+        self.index = {info.name: i for i, info in enumerate(nodes)}
         disabled = [p for p in DEFAULT_PLUGINS if p not in STATIC_FILTERS]
         self.framework: Framework = build_framework(disabled=disabled)
         self.empty = [NodeInfo.build(info.node) for info in nodes]
@@ -185,6 +190,7 @@ class _Feasibility:
         self.cache: dict[tuple[object, ...], tuple[int, ...]] = {}
 
     def of(self, pod: Pod) -> tuple[int, ...]:
+        """Indices of the nodes where ``pod`` passes every static filter."""
         key = _signature(pod)[1:]
         found = self.cache.get(key)
         if found is None:
@@ -216,7 +222,7 @@ class _Feasibility:
 def _make_groups(
     members: Mapping[tuple[object, ...], list[tuple[int | None, Pod]]],
     dims: tuple[str, ...],
-    feasibility: _Feasibility,
+    feasibility: StaticFeasibility,
     node_count: int,
 ) -> tuple[list[Group], list[list[int]]]:
     """Groups from signature buckets, and what the groups use on each node now."""
@@ -259,7 +265,7 @@ def build_problem(
     """The optimisation problem for ``snapshot``'s pending pods of ``scheduler_name``."""
     infos = snapshot.node_infos()
     dims = _dimensions(infos)
-    feasibility = _Feasibility(infos, snapshot)
+    feasibility = StaticFeasibility(infos, snapshot)
     fixed_usage = [Resources() for _ in infos]
     fixed_pods = [0] * len(infos)
     members: dict[tuple[object, ...], list[tuple[int | None, Pod]]] = {}
@@ -398,3 +404,45 @@ def placed_by_priority(problem: Problem, counts: Mapping[tuple[int, int], int]) 
     for (g, _), count in counts.items():
         placed[problem.groups[g].priority] += count
     return placed
+
+
+def fill_greedily(
+    problem: Problem, counts: Mapping[tuple[int, int], int]
+) -> dict[tuple[int, int], int]:
+    """Place every still-pending member that fits in the room ``counts`` leaves; keep the rest.
+
+    Applied to every solver's answer, so that no plan leaves a pending pod unplaced while a node
+    has room for it, even when a solver stopped at its deadline with a merely feasible solution.
+    Highest priority first; for each group, the nodes with the least room left first (best fit),
+    as many members per node as fit there.
+    """
+    result = dict(counts)
+    used = usage(problem, result)
+    placed = Counter[int]()
+    for (g, _), count in result.items():
+        placed[g] += count
+    order = sorted(problem.groups, key=lambda g: (-g.priority, -sum(g.requests)))
+    for group in order:
+        missing = group.size - placed[group.index]
+        if missing <= 0:
+            continue
+        dims = [(d, r) for d, r in enumerate(group.requests) if r]
+        candidates: list[tuple[float, int, int]] = []
+        for n in group.feasible:
+            room = group.limit(n) - result.get((group.index, n), 0)
+            node, row = problem.nodes[n], used[n]
+            fit = min([room] + [(node.free[d] - row[d]) // r for d, r in dims])
+            if fit > 0:
+                # Leftover as a fraction of each dimension, so bytes do not outweigh cores.
+                slack = sum((node.free[d] - row[d]) / node.free[d] for d, _ in dims)
+                candidates.append((slack, n, fit))
+        candidates.sort()
+        for _, n, fit in candidates:
+            take = min(fit, missing)
+            result[(group.index, n)] = result.get((group.index, n), 0) + take
+            for d, r in dims:
+                used[n][d] += r * take
+            missing -= take
+            if missing == 0:
+                break
+    return result

@@ -1,0 +1,70 @@
+"""One call from a Snapshot to a validated Plan: the entry point the CLI and the daemon use.
+
+The heuristic always runs first: it is CP-SAT's warm start, and the answer when CP-SAT finds
+nothing better in time. Whatever a solver returns is then topped up greedily (no pending pod is
+left unplaced while a node still has room for it) and validated; a plan that fails validation is
+a bug, reported instead of returned.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from opsche_daemon.model.plan import Plan
+from opsche_daemon.model.pod import Pod
+from opsche_daemon.model.snapshot import Snapshot
+from opsche_daemon.optimiser.cpsat import CpSatSolver
+from opsche_daemon.optimiser.heuristic import HeuristicSolver, heuristic_counts
+from opsche_daemon.optimiser.problem import (
+    Problem,
+    Solution,
+    build_problem,
+    fill_greedily,
+    plan_from_solution,
+)
+from opsche_daemon.optimiser.validate import validate_plan
+
+__all__ = ["SOLVERS", "InvalidPlanError", "solve_snapshot"]
+
+SOLVERS = ("cpsat", "heuristic")
+
+
+class InvalidPlanError(RuntimeError):
+    """A solver produced a plan that fails validation (a bug; the plan is never enforced)."""
+
+
+def solve_snapshot(
+    snapshot: Snapshot,
+    *,
+    scheduler_name: str,
+    protected: Callable[[Pod], bool],
+    solver: str = "cpsat",
+    time_limit: float = 2.0,
+    cancel: threading.Event | None = None,
+    alpha: float = 0.8,
+) -> Plan:
+    """The best plan for ``snapshot`` found within ``time_limit`` seconds (or until cancelled)."""
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; choose from {', '.join(SOLVERS)}")
+    started = time.monotonic()
+    deadline = started + time_limit
+    cancel = cancel or threading.Event()
+    problem = build_problem(snapshot, scheduler_name=scheduler_name, protected=protected)
+    solution: Solution
+    if solver == "heuristic":
+        solution = HeuristicSolver().solve(problem, deadline, cancel)
+    else:
+
+        def warm_start(p: Problem) -> dict[tuple[int, int], int]:
+            return heuristic_counts(p, deadline, cancel)
+
+        solution = CpSatSolver(alpha=alpha, hint=warm_start).solve(problem, deadline, cancel)
+    solution.counts = fill_greedily(problem, solution.counts)
+    solution.seconds = time.monotonic() - started
+    plan = plan_from_solution(problem, solution, solver)
+    errors = validate_plan(plan, snapshot, scheduler_name=scheduler_name, protected=protected)
+    if errors:
+        raise InvalidPlanError(f"{solver} produced an invalid plan: " + "; ".join(errors[:10]))
+    return plan

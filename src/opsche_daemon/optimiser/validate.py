@@ -1,0 +1,159 @@
+"""Plan validation: whether a plan is still safe and correct against a (fresh) snapshot.
+
+Used on every plan before it is enforced (the cluster may have changed while the solver ran) and
+by the property tests on every plan either solver returns. It re-checks from scratch rather than
+trusting the solver: the scheduler's static filters for every target node, the safety rules for
+every pod the plan disturbs, and every node's capacity in every dimension after the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from opsche_daemon.model.node import NodeInfo
+from opsche_daemon.model.plan import Plan
+from opsche_daemon.model.pod import Pod
+from opsche_daemon.model.resources import Resources
+from opsche_daemon.model.snapshot import Snapshot
+from opsche_daemon.optimiser.problem import StaticFeasibility
+
+__all__ = ["validate_plan"]
+
+
+def _capacity_errors(
+    infos: dict[str, NodeInfo], delta: dict[str, tuple[Resources, int]]
+) -> list[str]:
+    """Nodes whose requests after the plan exceed allocatable (or grow while already over)."""
+    errors: list[str] = []
+    for name, (change, pods) in delta.items():
+        info = infos[name]
+        before = info.requested
+        after = before + change
+        allocatable = info.node.allocatable
+        for dim in {"cpu", "memory", "ephemeral-storage", *after.scalars}:
+            have, cap = after.get(dim), allocatable.get(dim)
+            if have > cap and have > before.get(dim):
+                errors.append(f"node {name} over capacity in {dim}: {have} > {cap}")
+        count = len(info.pods) + pods
+        if allocatable.pods and count > allocatable.pods and pods > 0:
+            errors.append(f"node {name} over its pod limit: {count} > {allocatable.pods}")
+    return errors
+
+
+class _Validator:
+    """One validation pass; collects every error rather than stopping at the first."""
+
+    def __init__(self, snapshot: Snapshot, scheduler_name: str, protected: Callable[[Pod], bool]):
+        self.scheduler_name = scheduler_name
+        self.protected = protected
+        self.infos = dict(snapshot.nodes)
+        self.bound = {p.key: (i.name, p) for i, p in snapshot.pods()}
+        self.pending = {p.key: p for p in snapshot.pending}
+        self.feasibility = StaticFeasibility(snapshot.node_infos(), snapshot)
+        self.delta: dict[str, tuple[Resources, int]] = {}
+        self.touched: set[str] = set()
+        self.errors: list[str] = []
+
+    def _add(self, node: str, pod: Pod, sign: int) -> None:
+        change, count = self.delta.get(node, (Resources(), 0))
+        if sign > 0:
+            self.delta[node] = (change + pod.requests, count + 1)
+        else:
+            self.delta[node] = (change - pod.requests, count - 1)
+
+    def _once(self, pod: Pod, what: str) -> None:
+        if pod.key in self.touched:
+            self.errors.append(f"{what}: the pod appears twice in the plan")
+        self.touched.add(pod.key)
+
+    def _fits(self, pod: Pod, node: str, what: str) -> bool:
+        if node not in self.infos:
+            self.errors.append(f"{what}: node {node} does not exist")
+            return False
+        if self.feasibility.index[node] not in self.feasibility.of(pod):
+            self.errors.append(f"{what}: {pod.key} does not pass the filters on node {node}")
+            return False
+        return True
+
+    def _running(self, key: str, node: str, what: str) -> Pod | None:
+        found = self.bound.get(key)
+        if found is None or found[0] != node:
+            self.errors.append(f"{what}: the pod is no longer running on {node}")
+            return None
+        pod = found[1]
+        self.errors += _disturb_errors(pod, what, self.scheduler_name, self.protected)
+        self._once(pod, what)
+        return pod
+
+    def run(self, plan: Plan) -> list[str]:
+        """Check the whole plan; return every error."""
+        self._placements(plan)
+        self._disturbances(plan)
+        for name, (_, added) in self.delta.items():
+            if self.infos[name].node.unschedulable and added > 0:
+                self.errors.append(f"node {name} is unschedulable (cordoned)")
+        self.errors += _capacity_errors(self.infos, self.delta)
+        return self.errors
+
+    def _placements(self, plan: Plan) -> None:
+        for placement in plan.placements:
+            what = f"placement of {placement.key}"
+            pod = self.pending.get(placement.key)
+            if pod is None:
+                self.errors.append(f"{what}: the pod is no longer pending")
+                continue
+            if placement.uid and pod.uid and placement.uid != pod.uid:
+                self.errors.append(f"{what}: the pod was replaced (uid changed)")
+                continue
+            if pod.scheduler_name != self.scheduler_name:
+                self.errors.append(f"{what}: the pod belongs to scheduler {pod.scheduler_name}")
+            self._once(pod, what)
+            if self._fits(pod, placement.node, what):
+                self._add(placement.node, pod, +1)
+
+    def _disturbances(self, plan: Plan) -> None:
+        for move in plan.moves:
+            what = f"move of {move.key}"
+            pod = self._running(move.key, move.from_node, what)
+            if pod is not None:
+                self._add(move.from_node, pod, -1)
+                if self._fits(pod, move.to_node, what):
+                    self._add(move.to_node, pod, +1)
+        highest_placed = max((p.priority for p in plan.placements), default=None)
+        for eviction in plan.evictions:
+            what = f"eviction of {eviction.key}"
+            pod = self._running(eviction.key, eviction.node, what)
+            if pod is None:
+                continue
+            if highest_placed is None or pod.priority >= highest_placed:
+                self.errors.append(
+                    f"{what}: priority {pod.priority} is not below every pod the plan places"
+                )
+            self._add(eviction.node, pod, -1)
+
+
+def validate_plan(
+    plan: Plan,
+    snapshot: Snapshot,
+    *,
+    scheduler_name: str,
+    protected: Callable[[Pod], bool],
+) -> list[str]:
+    """Every reason the plan must not be enforced on ``snapshot`` (empty: it is valid)."""
+    return _Validator(snapshot, scheduler_name, protected).run(plan)
+
+
+def _disturb_errors(
+    pod: Pod, what: str, scheduler_name: str, protected: Callable[[Pod], bool]
+) -> list[str]:
+    """Why a running pod must not be moved or evicted by a plan."""
+    errors = []
+    if pod.owner is None:
+        errors.append(f"{what}: the pod has no controller (deleting it would lose it)")
+    if protected(pod):
+        errors.append(f"{what}: the pod is protected")
+    if pod.scheduler_name != scheduler_name:
+        errors.append(f"{what}: the pod belongs to scheduler {pod.scheduler_name}")
+    if pod.deleting:
+        errors.append(f"{what}: the pod is already terminating")
+    return errors

@@ -1,0 +1,456 @@
+"""CP-SAT solver: lexicographic placement, disruption, priorities, time and cancellation.
+
+Problems are built from Snapshots with ``build_problem`` and answers mapped back to Plans with
+``plan_from_solution``, so the assertions are about what the cluster would see.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from opsche_daemon.model.node import Node, NodeInfo
+from opsche_daemon.model.plan import Plan, PlanStatus
+from opsche_daemon.model.pod import Owner, Pod
+from opsche_daemon.model.resources import Resources
+from opsche_daemon.model.selectors import Taint
+from opsche_daemon.model.snapshot import Snapshot
+from opsche_daemon.optimiser.cpsat import CpSatSolver
+from opsche_daemon.optimiser.problem import (
+    Problem,
+    Solution,
+    build_problem,
+    current_counts,
+    plan_from_solution,
+    usage,
+)
+from opsche_daemon.optimiser.validate import validate_plan
+
+GiB = 2**30
+SCHEDULER = "opsche"
+
+
+def never(_: Pod) -> bool:
+    return False
+
+
+def node(name: str, cpu: int = 4000, *, pods: int = 110, taints: Sequence[Taint] = ()) -> Node:
+    return Node(name, allocatable=Resources(cpu, 16 * GiB, 0, pods), taints=tuple(taints))
+
+
+def running(name: str, on: str, cpu: int, *, owner: str = "", priority: int = 0) -> Pod:
+    owner = owner or name
+    return Pod(
+        "default",
+        name,
+        uid=f"uid-{name}",
+        scheduler_name=SCHEDULER,
+        node_name=on,
+        phase="Running",
+        priority=priority,
+        requests=Resources(cpu, GiB),
+        owner=Owner("ReplicaSet", owner, f"uid-{owner}"),
+    )
+
+
+def pending(name: str, cpu: int, *, owner: str = "", priority: int = 0) -> Pod:
+    owner = owner or name
+    return Pod(
+        "default",
+        name,
+        uid=f"uid-{name}",
+        scheduler_name=SCHEDULER,
+        priority=priority,
+        requests=Resources(cpu, GiB),
+        owner=Owner("ReplicaSet", owner, f"uid-{owner}"),
+    )
+
+
+Layout = Sequence[tuple[Node, Sequence[Pod]]]
+
+
+def cluster(layout: Layout, waiting: Sequence[Pod] = ()) -> Snapshot:
+    return Snapshot.of([NodeInfo.build(n, tuple(p)) for n, p in layout], tuple(waiting))
+
+
+def problem_of(snapshot: Snapshot) -> Problem:
+    return build_problem(snapshot, scheduler_name=SCHEDULER, protected=never)
+
+
+def solve(
+    problem: Problem,
+    seconds: float = 10.0,
+    cancel: threading.Event | None = None,
+    solver: CpSatSolver | None = None,
+) -> Solution:
+    solver = solver or CpSatSolver()
+    return solver.solve(problem, time.monotonic() + seconds, cancel or threading.Event())
+
+
+def plan_for(snapshot: Snapshot, seconds: float = 10.0) -> tuple[Problem, Solution, Plan]:
+    problem = problem_of(snapshot)
+    solution = solve(problem, seconds)
+    assert_fits(problem, solution.counts)
+    plan = plan_from_solution(problem, solution, "cpsat")
+    assert validate_plan(plan, snapshot, scheduler_name=SCHEDULER, protected=never) == []
+    return problem, solution, plan
+
+
+def assert_fits(problem: Problem, counts: Mapping[tuple[int, int], int]) -> None:
+    """Capacity in every dimension, group sizes and per-node limits."""
+    for n, (spec, row) in enumerate(zip(problem.nodes, usage(problem, counts), strict=True)):
+        for dim, used, free in zip(problem.dimensions, row, spec.free, strict=True):
+            assert used <= free, f"node {n} over in {dim}: {used} > {free}"
+    for group in problem.groups:
+        assert sum(counts.get((group.index, n), 0) for n in group.feasible) <= group.size
+        for n in group.feasible:
+            assert counts.get((group.index, n), 0) <= group.limit(n)
+    assert all(n in problem.groups[g].feasible for (g, n), v in counts.items() if v)
+
+
+def crowded(seed: int, nodes: int = 32, pods: int = 700) -> Snapshot:
+    """A cluster filled to about 90 % with three priorities and pods left pending."""
+    rnd = random.Random(seed)
+    kinds = [
+        (f"d{i}", rnd.choice([100, 250, 500, 1000, 2000]), rnd.choice([0, 100, 1000]))
+        for i in range(30)
+    ]
+    free = [16000] * nodes
+    placed: list[list[Pod]] = [[] for _ in range(nodes)]
+    waiting = []
+    for k in range(pods):
+        owner, cpu, priority = rnd.choice(kinds)
+        name = f"{owner}-{k}"
+        targets = [n for n in range(nodes) if free[n] - cpu >= 1600]
+        if k < pods * 0.9 and targets:
+            n = rnd.choice(targets)
+            free[n] -= cpu
+            placed[n].append(running(name, f"n{n}", cpu, owner=owner, priority=priority))
+        else:
+            waiting.append(pending(name, cpu, owner=owner, priority=priority))
+    return cluster([(node(f"n{n}", 16000), placed[n]) for n in range(nodes)], waiting)
+
+
+def test_figure_1_one_move_places_the_pending_pod() -> None:
+    # Two half-full nodes: the 3-CPU pod fits only once one 2-CPU pod joins the other.
+    a, b = node("a"), node("b")
+    snapshot = cluster(
+        [(a, [running("r1", "a", 2000)]), (b, [running("r2", "b", 2000)])], [pending("p", 3000)]
+    )
+    _, solution, plan = plan_for(snapshot)
+    assert [p.name for p in plan.placements] == ["p"]
+    assert len(plan.moves) == 1
+    assert plan.evictions == ()
+    move = plan.moves[0]
+    assert plan.placements[0].node == move.from_node != move.to_node
+    assert solution.status is PlanStatus.OPTIMAL
+    assert [(t.priority, t.placed, t.placed_bound, t.optimal) for t in solution.tiers] == [
+        (0, 3, 3, True)
+    ]
+    assert solution.tiers[0].disruption_score == 2 * 1 + 1  # one pod stays, one moves
+    assert solution.placed_bound == 3
+
+
+def test_nothing_to_do_keeps_the_cluster_as_it_is() -> None:
+    a, b = node("a"), node("b")
+    layout = [
+        (a, [running("r1", "a", 1000), running("r2", "a", 2000)]),
+        (b, [running("r3", "b", 500)]),
+    ]
+    problem = problem_of(cluster(layout))
+    solution = solve(problem)
+    assert solution.counts == current_counts(problem)
+    assert solution.status is PlanStatus.OPTIMAL
+    assert plan_from_solution(problem, solution, "cpsat").empty
+
+
+def test_a_pod_that_fits_nowhere_moves_nothing() -> None:
+    # Moving pods around cannot make room for 5 CPUs on 4-CPU nodes: nothing may move.
+    a, b = node("a"), node("b")
+    snapshot = cluster(
+        [(a, [running("r1", "a", 1000)]), (b, [running("r2", "b", 3000)])], [pending("big", 5000)]
+    )
+    problem, solution, plan = plan_for(snapshot)
+    assert solution.counts == current_counts(problem)
+    assert plan.empty
+    assert solution.status is PlanStatus.OPTIMAL
+
+
+def test_higher_priority_pod_moves_a_lower_one_rather_than_evicting_it() -> None:
+    # H (3 CPU) fits nowhere; moving l2 onto c frees b. Evicting would also work, but is worse.
+    snapshot = cluster(
+        [
+            (node("a"), [running("l1", "a", 3000)]),
+            (node("b"), [running("l2", "b", 2000)]),
+            (node("c"), [running("l3", "c", 2000)]),
+        ],
+        [pending("h", 3000, priority=100)],
+    )
+    _, solution, plan = plan_for(snapshot)
+    assert [p.name for p in plan.placements] == ["h"]
+    assert len(plan.moves) == 1
+    assert plan.evictions == ()
+    assert solution.status is PlanStatus.OPTIMAL
+
+
+def test_higher_priority_pod_evicts_a_lower_one_when_nothing_else_works() -> None:
+    snapshot = cluster(
+        [(node("a"), [running("l1", "a", 3000)]), (node("b"), [running("l2", "b", 2000)])],
+        [pending("h", 3000, priority=100)],
+    )
+    _, solution, plan = plan_for(snapshot)
+    assert [p.name for p in plan.placements] == ["h"]
+    assert plan.moves == ()
+    assert len(plan.evictions) == 1
+    assert plan.evictions[0].priority == 0
+    assert solution.status is PlanStatus.OPTIMAL
+    assert [t.priority for t in solution.tiers] == [100, 0]
+
+
+def test_equal_priority_pending_pod_never_evicts() -> None:
+    # Same cluster as above, but the pending pod has the running pods' priority.
+    snapshot = cluster(
+        [(node("a"), [running("l1", "a", 3000)]), (node("b"), [running("l2", "b", 2000)])],
+        [pending("p", 3000)],
+    )
+    problem, solution, plan = plan_for(snapshot)
+    assert plan.empty
+    assert solution.counts == current_counts(problem)
+
+
+def test_equal_priority_pods_never_evict_one_to_place_two() -> None:
+    # Counting pods alone, evicting the 4-CPU pod to place two 2-CPU pods would score higher.
+    snapshot = cluster(
+        [(node("a"), [running("big", "a", 4000)])],
+        [pending("s1", 2000, owner="small"), pending("s2", 2000, owner="small")],
+    )
+    problem, solution, plan = plan_for(snapshot)
+    assert plan.empty
+    assert solution.counts == current_counts(problem)
+    assert solution.status is PlanStatus.OPTIMAL
+
+
+def test_higher_priority_pair_evicts_the_lower_pod() -> None:
+    snapshot = cluster(
+        [(node("a"), [running("big", "a", 4000)])],
+        [
+            pending("s1", 2000, owner="small", priority=10),
+            pending("s2", 2000, owner="small", priority=10),
+        ],
+    )
+    _, _, plan = plan_for(snapshot)
+    assert sorted(p.name for p in plan.placements) == ["s1", "s2"]
+    assert [e.name for e in plan.evictions] == ["big"]
+
+
+def test_stay_only_node_keeps_its_pods_but_takes_no_more() -> None:
+    # Node a got a taint the group does not tolerate after r1 started there: r1 may stay, but
+    # its sibling p must not be added there although a has room; b is full.
+    tainted = node("a", taints=[Taint("dedicated", "x", "NoSchedule")])
+    snapshot = cluster(
+        [
+            (tainted, [running("r1", "a", 1000, owner="web")]),
+            (node("b"), [running("full", "b", 4000)]),
+        ],
+        [pending("p", 1000, owner="web")],
+    )
+    problem, solution, plan = plan_for(snapshot)
+    web = next(g for g in problem.groups if g.running.get(0))
+    assert web.stay_only == frozenset({0})
+    assert plan.empty
+    assert solution.counts == current_counts(problem)
+
+
+def test_stay_only_node_does_not_stop_placing_elsewhere() -> None:
+    tainted = node("a", taints=[Taint("dedicated", "x", "NoSchedule")])
+    snapshot = cluster(
+        [(tainted, [running("r1", "a", 1000, owner="web")]), (node("b"), [])],
+        [pending("p", 1000, owner="web")],
+    )
+    _, _, plan = plan_for(snapshot)
+    assert [(p.name, p.node) for p in plan.placements] == [("p", "b")]
+    assert plan.moves == () and plan.evictions == ()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_capacity_is_never_exceeded_in_any_dimension(seed: int) -> None:
+    # Small random clusters where cpu, memory, the pod count and a GPU all bind somewhere.
+    rnd = random.Random(seed)
+    gpu = "example.com/gpu"
+    nodes = [
+        Node(
+            f"n{i}",
+            allocatable=Resources(
+                rnd.choice([2000, 4000]), rnd.choice([2, 4]) * GiB, 0, rnd.choice([3, 5]), {gpu: 2}
+            ),
+        )
+        for i in range(4)
+    ]
+
+    def pod(k: int, on: str | None) -> Pod:
+        owner = f"rs{k % 5}"
+        cpu, memory, gpus = [(500, GiB // 2, 0), (1000, GiB, 1), (1500, GiB, 0)][k % 3]
+        return Pod(
+            "default",
+            f"p{k}",
+            uid=f"uid-p{k}",
+            scheduler_name=SCHEDULER,
+            node_name=on or "",
+            phase="Running" if on else "Pending",
+            priority=[0, 100][k % 2],
+            requests=Resources(cpu, memory, 0, 0, {gpu: gpus} if gpus else {}),
+            owner=Owner("ReplicaSet", owner, f"uid-{owner}"),
+        )
+
+    layout: dict[str, list[Pod]] = {n.name: [] for n in nodes}
+    room = {
+        n.name: (n.allocatable.milli_cpu, n.allocatable.memory, n.allocatable.pods, 2)
+        for n in nodes
+    }
+    waiting = []
+    for k in range(24):
+        candidate = pod(k, None)
+        r = candidate.requests
+        need = (r.milli_cpu, r.memory, 1, r.get(gpu))
+        target = next(
+            (n for n in nodes if all(x <= y for x, y in zip(need, room[n.name], strict=True))),
+            None,
+        )
+        if target is not None and rnd.random() < 0.7:
+            layout[target.name].append(pod(k, target.name))
+            room[target.name] = tuple(y - x for x, y in zip(need, room[target.name], strict=True))
+        else:
+            waiting.append(candidate)
+    snapshot = cluster([(n, layout[n.name]) for n in nodes], waiting)
+    problem, solution, _ = plan_for(snapshot, seconds=2.0)
+    assert set(problem.dimensions) >= {"cpu", "memory", "pods", gpu}
+    assert solution.status in (PlanStatus.OPTIMAL, PlanStatus.FEASIBLE)
+    for tier in solution.tiers:
+        assert tier.placed <= tier.placed_bound
+
+
+def test_cancel_returns_quickly_with_a_valid_solution() -> None:
+    snapshot = crowded(seed=1)
+    problem = problem_of(snapshot)
+    cancel = threading.Event()
+    timer = threading.Timer(0.3, cancel.set)
+    started = time.monotonic()
+    timer.start()
+    try:
+        solution = solve(problem, seconds=60.0, cancel=cancel)
+    finally:
+        timer.cancel()
+    elapsed = time.monotonic() - started
+    assert elapsed < 1.5, f"took {elapsed:.2f}s after a cancel at 0.3s"
+    assert solution.status is PlanStatus.FEASIBLE
+    assert_fits(problem, solution.counts)
+    plan = plan_from_solution(problem, solution, "cpsat")
+    assert validate_plan(plan, snapshot, scheduler_name=SCHEDULER, protected=never) == []
+
+
+def test_cancelled_before_starting_returns_the_warm_start() -> None:
+    snapshot = crowded(seed=2, nodes=8, pods=150)
+    problem = problem_of(snapshot)
+    cancel = threading.Event()
+    cancel.set()
+    started = time.monotonic()
+    solution = solve(problem, seconds=60.0, cancel=cancel)
+    assert time.monotonic() - started < 0.5
+    assert solution.counts == current_counts(problem)
+    assert solution.status is PlanStatus.FEASIBLE
+
+
+def test_deadline_is_kept() -> None:
+    problem = problem_of(crowded(seed=1))
+    started = time.monotonic()
+    solution = solve(problem, seconds=0.6)
+    elapsed = time.monotonic() - started
+    assert elapsed < 0.6 + 0.1, f"took {elapsed:.2f}s for a 0.6s deadline"
+    assert_fits(problem, solution.counts)
+
+
+def test_deadline_in_the_past_returns_the_warm_start() -> None:
+    a, b = node("a"), node("b")
+    snapshot = cluster(
+        [(a, [running("r1", "a", 2000)]), (b, [running("r2", "b", 2000)])],
+        [pending("p1", 1000, owner="q"), pending("p2", 1000, owner="q")],
+    )
+    problem = problem_of(snapshot)
+    group = next(g for g in problem.groups if g.pending)
+    warm = current_counts(problem) | {(group.index, 0): 1}  # one pending pod placed on a
+    calls: list[Problem] = []
+
+    def hint(p: Problem) -> dict[tuple[int, int], int]:
+        calls.append(p)
+        return dict(warm)
+
+    solver = CpSatSolver(hint=hint)
+    solution = solver.solve(problem, time.monotonic() - 1.0, threading.Event())
+    assert calls == [problem]
+    assert solution.counts == warm
+    assert solution.status is PlanStatus.FEASIBLE
+    assert [t.placed for t in solution.tiers] == [3]
+
+
+def test_invalid_warm_start_falls_back_to_the_current_state() -> None:
+    a = node("a")
+    snapshot = cluster([(a, [running("r1", "a", 2000)])], [pending("p", 3000)])
+    problem = problem_of(snapshot)
+    group = next(g for g in problem.groups if g.pending)
+    over = current_counts(problem) | {(group.index, 0): 1}  # 5 CPUs on a 4-CPU node
+    solver = CpSatSolver(hint=lambda _: over)
+    solution = solver.solve(problem, time.monotonic() - 1.0, threading.Event())
+    assert solution.counts == current_counts(problem)
+
+
+def test_warm_start_is_improved_and_kept_valid() -> None:
+    # The warm start places nothing; the solver must place both pods (one after a move).
+    a, b = node("a"), node("b")
+    snapshot = cluster(
+        [(a, [running("r1", "a", 2000)]), (b, [running("r2", "b", 2000)])],
+        [pending("p", 3000), pending("q", 1000)],
+    )
+    problem = problem_of(snapshot)
+    solution = solve(problem, solver=CpSatSolver(hint=current_counts))
+    plan = plan_from_solution(problem, solution, "cpsat")
+    assert sorted(p.name for p in plan.placements) == ["p", "q"]
+    assert len(plan.moves) == 1
+
+
+def test_restricted_model_still_answers_validly() -> None:
+    # Too many variables for the limit: each group gets a share of candidate nodes.
+    snapshot = crowded(seed=3, nodes=24, pods=400)
+    problem = problem_of(snapshot)
+    solution = solve(problem, seconds=3.0, solver=CpSatSolver(max_variables=200))
+    assert_fits(problem, solution.counts)
+    assert solution.status is PlanStatus.FEASIBLE  # a restricted model proves nothing
+    assert all(t.placed_bound >= t.placed for t in solution.tiers)
+    plan = plan_from_solution(problem, solution, "cpsat")
+    assert validate_plan(plan, snapshot, scheduler_name=SCHEDULER, protected=never) == []
+
+
+def test_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="alpha"):
+        CpSatSolver(alpha=0.0)
+    with pytest.raises(ValueError, match="workers"):
+        CpSatSolver(workers=0)
+    assert CpSatSolver().name == "cpsat"
+
+
+def test_32_nodes_and_a_few_hundred_pods_are_proved_optimal_quickly() -> None:
+    # Target: proved optimal within 1 s on 2 cores; the bound here leaves room for a busy machine.
+    snapshot = crowded(seed=5, nodes=32, pods=300)
+    problem = problem_of(snapshot)
+    assert problem.pending_count > 0
+    started = time.monotonic()
+    solution = solve(problem, seconds=5.0)
+    elapsed = time.monotonic() - started
+    assert solution.status is PlanStatus.OPTIMAL
+    assert elapsed < 2.0, f"took {elapsed:.2f}s"
+    plan = plan_from_solution(problem, solution, "cpsat")
+    assert len(plan.placements) == problem.pending_count  # there is room for all of them
+    assert plan.moves == () and plan.evictions == ()
