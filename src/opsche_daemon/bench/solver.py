@@ -51,8 +51,14 @@ class SolverRow:
         return 0.0 if self.bound == 0 else (self.bound - self.placed) / self.bound
 
 
-def generate(nodes: int, seed: int = 1, utilisation: float = 0.9) -> Snapshot:
-    """A fragmented cluster with about 20 running pods per node and 3 % as many pending."""
+def generate(
+    nodes: int, seed: int = 1, utilisation: float = 0.9, pod_scale: float = 1.0
+) -> Snapshot:
+    """A fragmented cluster, 3 % as many pending pods as running ones.
+
+    With ``pod_scale`` 1 nodes hold about 26 running pods each; larger scales make every pod
+    that much bigger (so fewer per node).
+    """
     rng = random.Random(seed)  # noqa: S311 - a reproducible workload, not cryptography
     shapes = [(8000, 32 * GiB), (16000, 64 * GiB), (16000, 32 * GiB)]
     node_objs = []
@@ -65,7 +71,10 @@ def generate(nodes: int, seed: int = 1, utilisation: float = 0.9) -> Snapshot:
                 allocatable=Resources(cpu, memory, 0, 110),
             )
         )
-    sizes = [(100, GiB // 4), (250, GiB // 2), (500, GiB), (1000, 2 * GiB)]
+    sizes = [
+        (int(cpu * pod_scale), int(memory * pod_scale))
+        for cpu, memory in ((100, GiB // 4), (250, GiB // 2), (500, GiB), (1000, 2 * GiB))
+    ]
     owners = [Owner("ReplicaSet", f"rs-{k}", f"uid-rs-{k}") for k in range(12)]
     running: list[list[Pod]] = [[] for _ in node_objs]
     used = [[0, 0] for _ in node_objs]
@@ -99,7 +108,7 @@ def generate(nodes: int, seed: int = 1, utilisation: float = 0.9) -> Snapshot:
             )
             counter += 1
     total_running = sum(len(r) for r in running)
-    big = [(1500, 3 * GiB), (2500, 5 * GiB)]
+    big = [(int(1500 * pod_scale), 3 * GiB), (int(2500 * pod_scale), 5 * GiB)]
     pending_owners = [Owner("ReplicaSet", f"big-{k}", f"uid-big-{k}") for k in range(2)]
     pending = []
     for j in range(max(1, total_running * 3 // 100)):
@@ -146,6 +155,7 @@ def run_solver_bench(
     solvers: Sequence[str],
     time_limit: float,
     out: Callable[[str], None],
+    pod_scale: float = 1.0,
 ) -> list[SolverRow]:
     """Generate each size once and run every solver on it."""
     from opsche_daemon.daemon import is_protected  # noqa: PLC0415 - bench may import anything
@@ -153,7 +163,7 @@ def run_solver_bench(
 
     rows: list[SolverRow] = []
     for nodes in sizes:
-        snapshot = generate(nodes)
+        snapshot = generate(nodes, pod_scale=pod_scale)
         pods = sum(len(i.pods) for i in snapshot.node_infos())
         bound = counting_bound(snapshot)
         for solver in solvers:

@@ -35,6 +35,12 @@ def register(commands: Any) -> None:
     )
     solver.add_argument("--time-limit", type=float, default=2.0, help="seconds per solve")
     solver.add_argument("--solvers", default="cpsat,heuristic", help="comma-separated")
+    solver.add_argument(
+        "--pod-scale",
+        type=float,
+        default=1.0,
+        help="make every pod this much bigger: 2.5 gives about 10 pods per node (default 1)",
+    )
     solver.set_defaults(handler=_solver)
 
 
@@ -55,7 +61,9 @@ def _solver(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    rows = run_solver_bench(sizes, solvers, args.time_limit, say)
+    if args.pod_scale <= 0:
+        raise UserError("--pod-scale must be positive")
+    rows = run_solver_bench(sizes, solvers, args.time_limit, say, args.pod_scale)
     print(format_rows(rows))
     return 0
 
