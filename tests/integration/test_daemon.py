@@ -4,10 +4,6 @@ failures the way kube-scheduler does, and preempts through the Eviction API."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 
@@ -15,55 +11,20 @@ import pytest
 from kubernetes_asyncio import client
 
 from opsche_daemon.localcluster.components import Layout
+from opsche_daemon.localcluster.daemon_process import start_opsche
 from tests.integration.waiting import running, wait_for, wait_for_pods
 
 SCHEDULER = "opsche"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def opsche_daemon(local_cluster: Layout, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """A running ``opsche run`` on the session cluster; yields its metrics port."""
-    port = free_port()
     log = tmp_path_factory.mktemp("opsche") / "opsche.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable, "-m", "opsche_daemon.cli.main", "run",
-                "--kubeconfig", str(local_cluster.kubeconfig),
-                "--metrics-address", "127.0.0.1", "--metrics-port", str(port),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while True:  # bounded wait for the readiness endpoint, failing fast if the daemon dies
-            if proc.poll() is not None:
-                pytest.fail(f"opsche run exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"opsche did not become ready:\n{log.read_text()[-3000:]}")
-            time.sleep(0.1)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            code = proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            pytest.fail("opsche did not stop within 20 s of SIGTERM")
-        assert code == 0, log.read_text()[-3000:]
+    daemon = start_opsche(local_cluster.kubeconfig, log)
+    yield daemon.port
+    code = daemon.stop(timeout=20)
+    assert code == 0, daemon.log_tail()
 
 
 def pod_spec(cpu: str, *, priority_class: str | None = None, **extra: object) -> client.V1PodSpec:

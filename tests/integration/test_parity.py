@@ -11,11 +11,6 @@ pick one of the tied nodes, and if they picked different ones cluster B is broug
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +25,7 @@ from opsche_daemon.framework.registry import build_framework
 from opsche_daemon.kube.intake import initial_sync
 from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
 from opsche_daemon.localcluster.components import Layout
+from opsche_daemon.localcluster.daemon_process import running_opsche
 from opsche_daemon.localcluster.versions import load_versions
 from opsche_daemon.model.node import Node
 from opsche_daemon.model.pod import Pod
@@ -49,12 +45,6 @@ class Twin:
     scheduler: str
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def layouts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Layout, Layout, Path]]:
     """Cluster A with kube-scheduler, cluster B with opsche (and no kube-scheduler)."""
@@ -65,38 +55,9 @@ def layouts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Layout, 
     try:
         layout_a = a.up(ClusterSpec(nodes=NODES))
         layout_b = b.up(ClusterSpec(nodes=NODES, default_scheduler=False))
-        port = _free_port()
         log = root / "opsche.log"
-        with log.open("wb") as handle:
-            proc = subprocess.Popen(
-                [
-                    sys.executable, "-m", "opsche_daemon.cli.main", "run",
-                    "--kubeconfig", str(layout_b.kubeconfig),
-                    "--scheduler-name", "default-scheduler",
-                    "--metrics-address", "127.0.0.1", "--metrics-port", str(port),
-                ],
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                if proc.poll() is not None:
-                    pytest.fail(f"opsche exited {proc.returncode}: {log.read_text()[-2000:]}")
-                try:
-                    url = f"http://127.0.0.1:{port}/readyz"
-                    with urllib.request.urlopen(url, timeout=1) as response:
-                        if response.status == 200:
-                            break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail("opsche did not become ready")
-                time.sleep(0.1)
+        with running_opsche(layout_b.kubeconfig, log, ["--scheduler-name", "default-scheduler"]):
             yield layout_a, layout_b, log
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
     finally:
         a.down()
         b.down()

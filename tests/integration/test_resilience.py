@@ -8,11 +8,6 @@ only happens if opsche's watches resumed and its queue kept the pod.
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -20,6 +15,7 @@ import pytest
 from kubernetes_asyncio import client, config
 
 from opsche_daemon.localcluster.cluster import MANAGED_LABEL, ClusterSpec, LocalCluster
+from opsche_daemon.localcluster.daemon_process import running_opsche
 from opsche_daemon.localcluster.versions import load_versions
 from tests.integration.waiting import running, wait_for_pods
 
@@ -32,40 +28,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalClu
     )
     try:
         layout = local.up(ClusterSpec(nodes=2, node_cpu="4", default_scheduler=False))
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        log = root / "opsche.log"
-        with log.open("wb") as handle:
-            proc = subprocess.Popen(
-                [
-                    sys.executable, "-m", "opsche_daemon.cli.main", "run",
-                    "--kubeconfig", str(layout.kubeconfig),
-                    "--metrics-address", "127.0.0.1", "--metrics-port", str(port),
-                ],
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                if proc.poll() is not None:
-                    pytest.fail(f"opsche exited: {log.read_text()[-2000:]}")
-                try:
-                    url = f"http://127.0.0.1:{port}/readyz"
-                    with urllib.request.urlopen(url, timeout=1) as response:
-                        if response.status == 200:
-                            break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail("opsche did not become ready")
-                time.sleep(0.1)
-            yield local, log
-            assert proc.poll() is None, f"opsche died: {log.read_text()[-2000:]}"
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+        with running_opsche(layout.kubeconfig, root / "opsche.log") as daemon:
+            yield local, daemon.log
+            assert daemon.process.poll() is None, f"opsche died: {daemon.log_tail()}"
     finally:
         local.down()
 

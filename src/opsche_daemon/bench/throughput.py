@@ -18,12 +18,9 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -33,6 +30,7 @@ from kubernetes_asyncio import client, config, watch
 
 from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
 from opsche_daemon.localcluster.components import Layout
+from opsche_daemon.localcluster.daemon_process import start_opsche
 from opsche_daemon.localcluster.versions import load_versions
 
 __all__ = ["BenchOptions", "RunResult", "run_throughput"]
@@ -232,41 +230,6 @@ async def _delete_namespace(core: client.CoreV1Api, namespace: str, out: Printer
     out(f"  namespace {namespace} still terminating after 300 s; continuing")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _start_opsche(
-    layout: Layout, options: BenchOptions, log: Path
-) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
-    argv = [
-        sys.executable, "-m", "opsche_daemon.cli.main", "run",
-        "--kubeconfig", str(layout.kubeconfig),
-        "--metrics-address", "127.0.0.1", "--metrics-port", str(port),
-        "--log-level", "warning",
-    ]  # fmt: skip
-    if options.config is not None:
-        argv += ["--config", str(options.config)]
-    with log.open("wb") as handle:
-        proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"opsche exited with {proc.returncode}; see {log}")
-        try:
-            url = f"http://127.0.0.1:{port}/readyz"
-            with urllib.request.urlopen(url, timeout=1) as r:
-                if r.status == 200:
-                    return proc, port
-        except OSError:
-            time.sleep(0.1)
-    proc.terminate()
-    raise RuntimeError(f"opsche did not become ready within 60 s; see {log}")
-
-
 def _scheduler_pid(cluster_state: Path) -> int | None:
     data = json.loads((cluster_state / "state.json").read_text())
     for entry in data.get("processes", []):
@@ -303,12 +266,17 @@ async def _run(
         # Each scheduler runs alone: an idle kube-scheduler still processes every pod event.
         await asyncio.to_thread(stop_kube_scheduler)
         out(f"opsche: {options.pods} pods on {options.nodes} nodes")
-        proc, _ = await asyncio.to_thread(_start_opsche, layout, options, state_dir / "opsche.log")
+        args = ["--log-level", "warning"]
+        if options.config is not None:
+            args += ["--config", str(options.config)]
+        daemon = await asyncio.to_thread(
+            start_opsche, layout.kubeconfig, state_dir / "opsche.log", args
+        )
         try:
-            results.append(await _measure(api, "bench-opsche", "opsche", options, proc.pid, out))
+            pid = daemon.process.pid
+            results.append(await _measure(api, "bench-opsche", "opsche", options, pid, out))
         finally:
-            proc.terminate()
-            await asyncio.to_thread(proc.wait, 30)
+            await asyncio.to_thread(daemon.stop)
     return results
 
 
