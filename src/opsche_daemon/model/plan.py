@@ -50,6 +50,9 @@ class Move:
     uid: str = ""
     priority: int = 0
     owner: str = ""  # kind/name of the controller that recreates it
+    # UID of that controller, when known: a workload deleted and recreated under the same name
+    # is then not mistaken for the one the plan moved. Not part of the JSON form.
+    owner_uid: str = ""
 
     @property
     def key(self) -> str:

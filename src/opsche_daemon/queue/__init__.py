@@ -22,6 +22,7 @@ import asyncio
 import heapq
 import itertools
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -76,9 +77,9 @@ class SchedulingQueue:
         self._active: list[tuple[int, float, int, str]] = []
         self._counter = itertools.count()
         self._infos: dict[str, QueuedPod] = {}
-        self._where: dict[
-            str, str
-        ] = {}  # key -> active | backoff | unschedulable | gated | inflight
+        # key -> active | backoff | unschedulable | gated | inflight, and the size of each pool
+        self._where: dict[str, str] = {}
+        self._sizes: Counter[str] = Counter()
         self._cycle = 0
         self._move_request_cycle = -1
         self._wakeup = asyncio.Event()
@@ -86,12 +87,17 @@ class SchedulingQueue:
 
     # ------------------------------------------------------------------ sizes
     def counts(self) -> dict[str, int]:
-        """Pods per pool, for ``pending_pods{queue=...}``."""
-        out = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
-        for where in self._where.values():
-            if where in out:
-                out[where] += 1
-        return out
+        """Pods per pool, for ``pending_pods{queue=...}`` (kept up to date, O(1) to read)."""
+        return {pool: self._sizes[pool] for pool in ("active", "backoff", "unschedulable", "gated")}
+
+    def _place(self, key: str, pool: str | None) -> None:
+        """Move a pod between pools (None: out of the queue), keeping the pool sizes exact."""
+        old = self._where.pop(key, None)
+        if old is not None:
+            self._sizes[old] -= 1
+        if pool is not None:
+            self._where[key] = pool
+            self._sizes[pool] += 1
 
     def __contains__(self, key: str) -> bool:
         return key in self._where
@@ -128,18 +134,18 @@ class SchedulingQueue:
 
     def delete(self, key: str) -> None:
         """The pod was deleted or bound by someone else."""
-        self._where.pop(key, None)
+        self._place(key, None)
         self._infos.pop(key, None)
 
     def _admit(self, info: QueuedPod) -> None:
         status = self._pre_enqueue(info.pod)
         if not status.ok:
             info.gate = status
-            self._where[info.key] = "gated"
+            self._place(info.key, "gated")
             return
         info.gate = None
         if info.backoff_until > self._clock():
-            self._where[info.key] = "backoff"
+            self._place(info.key, "backoff")
         else:
             self._push_active(info)
 
@@ -157,12 +163,12 @@ class SchedulingQueue:
                 status = self._pre_enqueue(info.pod)
                 if not status.ok:
                     info.gate = status
-                    self._where[key] = "gated"
+                    self._place(key, "gated")
 
     # ------------------------------------------------------------------ active heap
     def _push_active(self, info: QueuedPod) -> None:
         info.enqueued_at = self._clock()
-        self._where[info.key] = "active"
+        self._place(info.key, "active")
         heapq.heappush(
             self._active, (-info.pod.priority, info.enqueued_at, next(self._counter), info.key)
         )
@@ -175,7 +181,7 @@ class SchedulingQueue:
             info = self._infos.get(key)
             if info is None or self._where.get(key) != "active" or info.enqueued_at != enqueued_at:
                 continue  # stale entry: deleted, moved or re-pushed since
-            self._where[key] = "inflight"
+            self._place(key, "inflight")
             self._cycle += 1
             info.attempts += 1
             if info.initial_attempt_at is None:
@@ -216,17 +222,17 @@ class SchedulingQueue:
         info.unschedulable_plugins = plugins
         info.backoff_until = self._clock() + self._backoff(info)
         if self._move_request_cycle >= cycle:
-            self._where[info.key] = "backoff"
+            self._place(info.key, "backoff")
         else:
             info.unschedulable_since = self._clock()
-            self._where[info.key] = "unschedulable"
+            self._place(info.key, "unschedulable")
 
     def requeue_error(self, info: QueuedPod) -> None:
         """An error (API failure, bind conflict): retry after backoff."""
         if info.key not in self._infos:
             return
         info.backoff_until = self._clock() + self._backoff(info)
-        self._where[info.key] = "backoff"
+        self._place(info.key, "backoff")
 
     def _backoff(self, info: QueuedPod) -> float:
         s = self.settings
@@ -254,7 +260,7 @@ class SchedulingQueue:
 
     def _move_out_of_unschedulable(self, info: QueuedPod) -> None:
         if info.backoff_until > self._clock():
-            self._where[info.key] = "backoff"
+            self._place(info.key, "backoff")
         else:
             self._push_active(info)
 

@@ -127,3 +127,35 @@ async def test_close_wakes_a_waiting_pop(queue: SchedulingQueue) -> None:
 
 async def pop_now_info(queue: SchedulingQueue):  # type: ignore[no-untyped-def]
     return await asyncio.wait_for(queue.pop(), 1)
+
+
+async def test_pool_sizes_stay_exact_through_every_transition(
+    queue: SchedulingQueue, clock: FakeClock
+) -> None:
+    def recount() -> dict[str, int]:
+        pools = ("active", "backoff", "unschedulable", "gated")
+        return {
+            p: sum(1 for k in ("ns/a", "ns/b", "ns/c", "ns/g") if queue.where(k) == p)
+            for p in pools
+        }
+
+    queue.add(pod("a"))
+    queue.add(pod("b"))
+    queue.add(pod("c"))
+    queue.add(pod("g", gates=("x",)))
+    assert (
+        queue.counts() == recount() == {"active": 3, "backoff": 0, "unschedulable": 0, "gated": 1}
+    )
+    first = await pop_now_info(queue)
+    queue.requeue_unschedulable(first, set(), queue.scheduling_cycle)
+    second = await pop_now_info(queue)
+    queue.requeue_error(second)
+    assert queue.counts() == recount()
+    queue.delete("ns/c")
+    queue.update(pod("g"))
+    clock.now += 20
+    queue.flush_backoff_completed()
+    queue.move_all_to_active_or_backoff("NodeAdd")
+    assert (
+        queue.counts() == recount() == {"active": 3, "backoff": 0, "unschedulable": 0, "gated": 0}
+    )
