@@ -359,6 +359,7 @@ def plan_from_solution(problem: Problem, solution: Solution, solver: str) -> Pla
                         pod.uid,
                         pod.priority,
                         owner,
+                        owner_uid=pod.owner.uid if pod.owner else "",
                     )
                 )
         for pod, node in zip(group.pending, slots, strict=False):
