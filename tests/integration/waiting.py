@@ -48,10 +48,11 @@ async def wait_for(
                 allow_watch_bookmarks=True,
             ) as stream:
                 async for event in stream:
+                    if event["type"] == "BOOKMARK":  # not deserialised: a plain dict
+                        version = event["raw_object"]["metadata"]["resourceVersion"]
+                        continue
                     obj: Any = event["object"]
                     version = obj.metadata.resource_version
-                    if event["type"] == "BOOKMARK":
-                        continue
                     if event["type"] == "DELETED":
                         objects.pop(obj.metadata.name, None)
                     else:

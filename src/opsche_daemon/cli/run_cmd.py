@@ -31,6 +31,15 @@ def register(commands: Any) -> None:
     run.add_argument("--metrics-address", default="0.0.0.0",  # noqa: S104
                      help="address to serve metrics on (default 0.0.0.0)")  # fmt: skip
     run.add_argument("--no-preemption", action="store_true", help="disable default preemption")
+    run.add_argument(
+        "--trigger",
+        choices=["scheduling-failure", "periodic", "stable-queue", "none"],
+        default=None,
+        help="when to compute cluster-wide plans (default: the config file's, else none)",
+    )
+    run.add_argument(
+        "--blocking", action="store_true", help="pause scheduling while a plan is computed"
+    )
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.set_defaults(handler=_run)
 
@@ -54,6 +63,10 @@ def _run(args: argparse.Namespace) -> int:
         config = replace(config, scheduler_name=args.scheduler_name)
     if args.no_preemption:
         config = replace(config, preemption_enabled=False)
+    if args.trigger is not None:
+        config = replace(config, trigger=args.trigger)
+    if args.blocking:
+        config = replace(config, blocking=True)
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         raise UserError(f"--metrics-port {args.metrics_port}: a port is between 0 and 65535")
     options = DaemonOptions(kubeconfig, args.metrics_address, args.metrics_port, args.log_level)

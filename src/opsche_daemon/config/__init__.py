@@ -53,6 +53,13 @@ class SchedulerConfig:
     weights: Mapping[str, int] = field(default_factory=dict)
     plugin_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metrics_port: int = 10351
+    trigger: str = "none"
+    blocking: bool = False
+    solver: str = "cpsat"
+    solve_time_limit_s: float = 2.0
+    period_s: float = 8.0
+    stable_window_s: float = 8.0
+    plan_timeout_s: float = 4.0
 
 
 _TOP_KEYS = {
@@ -65,6 +72,7 @@ _TOP_KEYS = {
     "preemption",
     "profile",
     "metricsPort",
+    "optimiser",
 }
 
 
@@ -123,6 +131,42 @@ def _profile(data: Mapping[str, Any]) -> dict[str, Any]:
     return {"disabled_plugins": tuple(disabled), "weights": dict(weights), "plugin_args": args}
 
 
+def _optimiser(data: Mapping[str, Any]) -> dict[str, Any]:
+    section = _section(
+        data,
+        "optimiser",
+        {"trigger", "blocking", "solver", "solveTimeLimitSeconds", "periodSeconds",
+         "stableWindowSeconds", "planTimeoutSeconds"},
+    )  # fmt: skip
+    values: dict[str, Any] = {}
+    if "trigger" in section:
+        trigger = section["trigger"]
+        if trigger not in ("scheduling-failure", "periodic", "stable-queue", "none"):
+            raise ConfigError(
+                f"optimiser.trigger: {trigger!r} is not scheduling-failure, periodic, "
+                "stable-queue or none"
+            )
+        values["trigger"] = trigger
+    if "blocking" in section:
+        values["blocking"] = _flag(section, "blocking", "optimiser.")
+    if "solver" in section:
+        if section["solver"] not in ("cpsat", "heuristic"):
+            raise ConfigError("optimiser.solver: expected cpsat or heuristic")
+        values["solver"] = section["solver"]
+    for key, attr in (
+        ("solveTimeLimitSeconds", "solve_time_limit_s"),
+        ("periodSeconds", "period_s"),
+        ("stableWindowSeconds", "stable_window_s"),
+        ("planTimeoutSeconds", "plan_timeout_s"),
+    ):
+        if key in section:
+            value = _number(section, key, "optimiser.", integer=False)
+            if value <= 0:
+                raise ConfigError(f"optimiser.{key}: must be positive")
+            values[attr] = value
+    return values
+
+
 def _check(config: SchedulerConfig) -> SchedulerConfig:
     if config.qps < 0 or config.burst < 1:
         raise ConfigError("clientConnection: qps must be >= 0 and burst >= 1")
@@ -167,6 +211,7 @@ def parse_config(data: Mapping[str, Any]) -> SchedulerConfig:
             preemption, "respectPodDisruptionBudgets", "preemption."
         )
     values.update(_profile(data))
+    values.update(_optimiser(data))
     return _check(SchedulerConfig(**values))
 
 

@@ -27,7 +27,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from opsche_daemon.cache import Cache
 from opsche_daemon.config import SchedulerConfig
-from opsche_daemon.framework.interface import PostFilterResult
+from opsche_daemon.framework.interface import Plugin, PostFilterResult
 from opsche_daemon.framework.plugins.default_preemption import DefaultPreemption
 from opsche_daemon.framework.registry import build_framework
 from opsche_daemon.framework.runtime import Framework
@@ -36,8 +36,10 @@ from opsche_daemon.kube.intake import build_registry, initial_sync
 from opsche_daemon.kube.writer import Writer
 from opsche_daemon.metrics import Metrics
 from opsche_daemon.model.pod import Pod
+from opsche_daemon.plan.plugins import PlanState, plan_plugins
 from opsche_daemon.queue import QueueSettings, SchedulingQueue
 from opsche_daemon.scheduler import Binder, Scheduler
+from opsche_daemon.triggers import FlowSettings, OptimizationFlow, run_trigger
 
 __all__ = [
     "DaemonOptions",
@@ -167,7 +169,9 @@ class Daemon:
             protected=is_protected,
             nominated=self._nominated,
         )
-        extra = [preemption] if config.preemption_enabled else []
+        self.plan_state = PlanState(protected=is_protected)
+        extra: list[Plugin] = [preemption] if config.preemption_enabled else []
+        extra += plan_plugins(self.plan_state)
         args = {k: v for k, v in config.plugin_args.items() if k != "DefaultPreemption"}
         self.framework = build_framework(
             disabled=config.disabled_plugins,
@@ -189,6 +193,22 @@ class Daemon:
             self.metrics,
             bind_workers=config.bind_workers,
             preemption=config.preemption_enabled,
+        )
+        self.scheduler.preemption_paused = lambda: self.plan_state.is_active
+        self.flow = OptimizationFlow(
+            self.scheduler,
+            self.plan_state,
+            writer.evict,
+            FlowSettings(
+                trigger=config.trigger,
+                blocking=config.blocking,
+                solver=config.solver,
+                solve_time_limit_s=config.solve_time_limit_s,
+                period_s=config.period_s,
+                stable_window_s=config.stable_window_s,
+                plan_timeout_s=config.plan_timeout_s,
+            ),
+            is_protected,
         )
         return self.scheduler
 
@@ -297,6 +317,10 @@ class Daemon:
             "scheduling-loop": loop.create_task(scheduler.run(), name="scheduling-loop"),
             "queue-flush": loop.create_task(scheduler.flush_loop(), name="queue-flush"),
         }
+        if self.config.trigger in ("periodic", "stable-queue"):
+            tasks["trigger"] = loop.create_task(run_trigger(self.flow), name="trigger")
+        elif self.config.trigger == "scheduling-failure":
+            await run_trigger(self.flow)
         self.ready = True
         log.info("opsche is running", scheduler_name=self.config.scheduler_name)
         stopper = loop.create_task(stop.wait(), name="signal")
@@ -317,8 +341,9 @@ class Daemon:
         self.ready = False
         if not kopf_stop.done():
             kopf_stop.set_result(None)
-        tasks["scheduling-loop"].cancel()
-        tasks["queue-flush"].cancel()
+        for name in ("scheduling-loop", "queue-flush", "trigger"):
+            if name in tasks:
+                tasks[name].cancel()
         scheduler.queue.close()
         stopper.cancel()
         with contextlib.suppress(TimeoutError, asyncio.CancelledError, Exception):

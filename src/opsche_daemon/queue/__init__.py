@@ -264,6 +264,18 @@ class SchedulingQueue:
         else:
             self._push_active(info)
 
+    def activate(self, keys: Iterable[str]) -> int:
+        """Move the given pods to active now, whatever pool (or backoff) they are in."""
+        moved = 0
+        for key in keys:
+            info = self._infos.get(key)
+            if info is None or self._where.get(key) in (None, "active", "inflight"):
+                continue
+            info.backoff_until = 0.0
+            self._admit(info)
+            moved += 1
+        return moved
+
     def flush_backoff_completed(self) -> int:
         """Move pods whose backoff expired to active (run every second)."""
         now = self._clock()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import structlog
 
@@ -29,7 +29,7 @@ from opsche_daemon.metrics import Metrics
 from opsche_daemon.model.node import Node
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.selectors import LabelSelector
-from opsche_daemon.model.snapshot import DisruptionBudget
+from opsche_daemon.model.snapshot import DisruptionBudget, Snapshot
 from opsche_daemon.queue import QueuedPod, SchedulingQueue
 
 __all__ = ["Binder", "Scheduler"]
@@ -84,6 +84,13 @@ class Scheduler:
         self._nominated: dict[str, dict[str, Pod]] = {}  # node -> pod key -> pod
         self.scheduled = 0
         self.turn_budget_s = 0.05
+        # Cleared while the optimiser blocks scheduling (plan computation in blocking mode).
+        self._running = asyncio.Event()
+        self._running.set()
+        # Called with each pod a cycle found unschedulable (the scheduling-failure trigger).
+        self.on_unschedulable: list[Callable[[Pod], None]] = []
+        # True while a plan is enforced: preemption then stays out of the plan's way.
+        self.preemption_paused: Callable[[], bool] = lambda: False
 
     # ------------------------------------------------------------------ intake sink
     def responsible_for(self, pod: Pod) -> bool:
@@ -199,11 +206,12 @@ class Scheduler:
         a bounded turn keeps both the intake and the scheduler moving.
         """
         while True:
+            await self._running.wait()
             info = await self.queue.pop()
             turn_ends = time.monotonic() + self.turn_budget_s
             while True:
                 await self._guarded_cycle(info)
-                if time.monotonic() >= turn_ends:
+                if time.monotonic() >= turn_ends or not self._running.is_set():
                     break
                 next_info = self.queue.pop_nowait()
                 if next_info is None:
@@ -211,6 +219,23 @@ class Scheduler:
                 info = next_info
             # Let watch events and binds run between turns: they keep the cache true.
             await asyncio.sleep(0)
+
+    def pause(self) -> None:
+        """Stop starting scheduling cycles (the one in progress finishes)."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        """Start scheduling again."""
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        """True while scheduling is paused."""
+        return not self._running.is_set()
+
+    def plan_snapshot(self) -> Snapshot:
+        """The cache now, with every unbound pod as pending: what the optimiser plans from."""
+        return self.cache.snapshot(tuple(self.cache.unbound()))
 
     async def _guarded_cycle(self, info: QueuedPod) -> None:
         try:
@@ -295,6 +320,8 @@ class Scheduler:
         # helpful" for unresolvable nodes, and that text is part of the FailedScheduling event.
         if not self.preemption or not self.framework.post_filter_plugins:
             return None
+        if self.preemption_paused():
+            return None
         self.metrics.preemption_attempts.inc()
         result, status = self.framework.run_post_filter(state, pod, fit.diagnosis.node_statuses)
         if result is None:
@@ -338,6 +365,8 @@ class Scheduler:
             self.queue.requeue_unschedulable(info, plugins, cycle)
         self._update_gauges()
         self.binder.event(pod, "FailedScheduling", message, type_="Warning")
+        for hook in self.on_unschedulable:
+            hook(pod)
         task = asyncio.get_running_loop().create_task(
             self._set_condition(pod, message, nominated), name=f"condition:{pod.key}"
         )

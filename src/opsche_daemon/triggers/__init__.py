@@ -1,0 +1,250 @@
+"""The optimisation flow (seed 000, Algorithm 1) and the triggers that start it (Algorithms 5-7).
+
+One run at a time: snapshot, solve in a worker thread, validate against a fresh snapshot, then
+under the plan: hold back every other pod (PlanGate), evict through the Eviction API (a PDB
+refusal aborts cleanly), activate the planned pods, pin them (PlanPin/PlanReserve), and watch for
+convergence or timeout; teardown always releases every held pod.
+
+Blocking mode pauses scheduling from the snapshot on; non-blocking (the default) only once a
+valid plan is being enforced. Triggers: ``scheduling-failure`` (a cycle found a pod
+unschedulable), ``periodic`` (every interval, skipping states already solved) and
+``stable-queue`` (the pending set unchanged for a window; a running solve is cancelled when it
+changes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from opsche_daemon.model.plan import Plan
+from opsche_daemon.model.pod import Pod
+from opsche_daemon.model.snapshot import Snapshot
+from opsche_daemon.optimiser.api import solve_snapshot
+from opsche_daemon.optimiser.validate import validate_plan
+from opsche_daemon.plan.convergence import ConvergenceMonitor, Verdict
+from opsche_daemon.plan.plugins import PLAN_PLUGINS, PlanState
+from opsche_daemon.scheduler import Scheduler
+
+__all__ = ["TRIGGERS", "FlowSettings", "OptimizationFlow", "run_trigger", "state_key"]
+
+log = structlog.get_logger("opsche.optimiser")
+
+TRIGGERS = ("scheduling-failure", "periodic", "stable-queue", "none")
+Evict = Callable[[Pod], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class FlowSettings:
+    """How plans are computed and enforced."""
+
+    trigger: str = "none"
+    blocking: bool = False
+    solver: str = "cpsat"
+    solve_time_limit_s: float = 2.0
+    period_s: float = 8.0
+    stable_window_s: float = 8.0
+    poll_s: float = 0.25
+    convergence_interval_s: float = 0.25
+    plan_timeout_s: float = 4.0
+
+
+class OptimizationFlow:
+    """Algorithm 1 for one scheduler."""
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        state: PlanState,
+        evict: Evict,
+        settings: FlowSettings,
+        protected: Callable[[Pod], bool],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.scheduler = scheduler
+        self.state = state
+        self.evict = evict
+        self.settings = settings
+        self.protected = protected
+        self.clock = clock
+        self.in_progress = False
+        self.cancel = threading.Event()
+        self.last_solved: int | None = None  # state_key() of the last state solved
+        self.outcomes: list[str] = []  # for tests and logs: converged, timed_out, invalid, ...
+        self._task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ starting
+    def request(self, trigger: str) -> bool:
+        """Start a run in the background unless one is in progress; True if started."""
+        if self.in_progress:
+            return False
+        self.in_progress = True
+        self.cancel = threading.Event()
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(trigger), name=f"optimisation:{trigger}"
+        )
+        return True
+
+    async def wait(self) -> None:
+        """Wait for the current run (and its convergence monitor) to end."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    # ------------------------------------------------------------------ the flow
+    async def _run(self, trigger: str) -> None:
+        settings = self.settings
+        try:
+            if settings.blocking:
+                self.scheduler.pause()
+            snapshot = self.scheduler.plan_snapshot()
+            mine = [p for p in snapshot.pending if p.scheduler_name == self.scheduler.name]
+            if not mine:
+                self._finish("nothing_pending")
+                return
+            self.last_solved = state_key(snapshot, self.scheduler.name)
+            plan = await asyncio.to_thread(
+                solve_snapshot,
+                snapshot,
+                scheduler_name=self.scheduler.name,
+                protected=self.protected,
+                solver=settings.solver,
+                time_limit=settings.solve_time_limit_s,
+                cancel=self.cancel,
+            )
+            if self.cancel.is_set():
+                self._finish("cancelled")
+                return
+            if plan.empty:
+                self._finish("empty")
+                return
+            fresh = self.scheduler.plan_snapshot()
+            errors = validate_plan(
+                plan, fresh, scheduler_name=self.scheduler.name, protected=self.protected
+            )
+            if errors:
+                log.info("plan invalid on a fresh snapshot", trigger=trigger, errors=errors[:5])
+                self._finish("invalid")
+                return
+            await self._enforce(plan, fresh, trigger)
+        except asyncio.CancelledError:
+            self._finish("cancelled")
+            raise
+        except Exception:
+            log.exception("optimisation run failed", trigger=trigger)
+            self._finish("error")
+
+    async def _enforce(self, plan: Plan, fresh: Any, trigger: str) -> None:
+        if not self.settings.blocking:
+            self.scheduler.pause()
+        active = self.state.install(plan, fresh)
+        queue = self.scheduler.queue
+        queue.gate_active()
+        log.info(
+            "enforcing plan",
+            plan=active.plan_id,
+            trigger=trigger,
+            placements=len(plan.placements),
+            moves=len(plan.moves),
+            evictions=len(plan.evictions),
+        )
+        running = {p.key: p for _, p in fresh.pods()}
+        for key in [m.key for m in plan.moves] + [e.key for e in plan.evictions]:
+            result = await self.evict(running[key])
+            outcome = getattr(result, "outcome", "evicted")
+            if outcome not in ("evicted", "not_found"):
+                log.info("plan eviction refused; aborting plan", pod=key, outcome=outcome)
+                self._finish("eviction_refused")
+                return
+        queue.activate(p.key for p in plan.placements)
+        self.scheduler.resume()
+        monitor = ConvergenceMonitor(
+            active,
+            timeout_s=self.settings.plan_timeout_s,
+            interval_s=self.settings.convergence_interval_s,
+            clock=self.clock,
+        )
+        while True:
+            await asyncio.sleep(self.settings.convergence_interval_s)
+            verdict = monitor.check(active.observe(self.scheduler.plan_snapshot()))
+            if verdict is Verdict.CONVERGED:
+                self._finish("converged")
+                return
+            if verdict is Verdict.TIMED_OUT:
+                self._finish("timed_out")
+                return
+
+    def _finish(self, outcome: str) -> None:
+        """Teardown: uninstall the plan, release every held pod, resume scheduling."""
+        queue = self.scheduler.queue
+        held = self.state.uninstall() if self.state.is_active else frozenset()
+        queue.reevaluate_gated(held)
+        plan_plugins = set(PLAN_PLUGINS)
+        queue.move_all_to_active_or_backoff(
+            "PlanUninstalled", lambda info: bool(info.unschedulable_plugins & plan_plugins)
+        )
+        self.scheduler.resume()
+        self.outcomes.append(outcome)
+        self.in_progress = False
+        log.info("optimisation run ended", outcome=outcome, released=len(held))
+
+
+def state_key(snapshot: Snapshot, scheduler_name: str) -> int:
+    """What decides a plan: pending pods, where pods run, and the nodes (not heartbeats).
+
+    The periodic and stable-queue triggers skip a state already solved; the snapshot's
+    generation changes on every status update, so it cannot serve.
+    """
+    pending = frozenset(p.key for p in snapshot.pending if p.scheduler_name == scheduler_name)
+    placed = frozenset((p.key, info.name) for info, p in snapshot.pods())
+    nodes = frozenset(
+        (info.name, info.node.allocatable.milli_cpu, info.node.allocatable.memory,
+         info.node.unschedulable, info.node.taints)
+        for info in snapshot.node_infos()
+    )  # fmt: skip
+    return hash((pending, placed, nodes))
+
+
+async def run_trigger(flow: OptimizationFlow) -> None:
+    """The background loop of the configured trigger (Algorithm 6); returns for none/failure."""
+    settings = flow.settings
+    scheduler = flow.scheduler
+    if settings.trigger == "scheduling-failure":
+
+        def on_failure(_pod: Pod) -> None:
+            flow.request("scheduling-failure")
+
+        scheduler.on_unschedulable.append(on_failure)
+        return
+    if settings.trigger == "periodic":
+        while True:
+            await asyncio.sleep(settings.period_s)
+            if flow.in_progress:
+                continue
+            if state_key(scheduler.plan_snapshot(), scheduler.name) == flow.last_solved:
+                continue
+            flow.request("periodic")
+    if settings.trigger == "stable-queue":
+        last: frozenset[str] = frozenset()
+        since = flow.clock()
+        while True:
+            await asyncio.sleep(settings.poll_s)
+            pending = frozenset(
+                p.key for p in scheduler.cache.unbound() if p.scheduler_name == scheduler.name
+            )
+            if pending != last:
+                last, since = pending, flow.clock()
+                if flow.in_progress and not flow.state.is_active:
+                    flow.cancel.set()  # the pending set changed under a running solve
+                continue
+            if not pending or flow.in_progress:
+                continue
+            if state_key(scheduler.plan_snapshot(), scheduler.name) == flow.last_solved:
+                continue
+            if flow.clock() - since >= settings.stable_window_s:
+                flow.request("stable-queue")

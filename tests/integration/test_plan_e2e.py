@@ -1,0 +1,139 @@
+"""Plans enforced on the real cluster: the paper's Figure 1 for every trigger, blocking or not.
+
+Two nodes of 4 cpu; a ReplicaSet of two 2-cpu pods lands one per node (LeastAllocated spreads
+them), leaving 2 cpu free on each; then a 4-cpu pod arrives. No node fits it, but moving one
+replica next to the other frees a whole node. kube-scheduler would leave it pending forever;
+opsche's plan moves exactly one pod and places it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes_asyncio import client, config
+
+from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
+from opsche_daemon.localcluster.daemon_process import running_opsche
+from opsche_daemon.localcluster.versions import load_versions
+from tests.integration.waiting import running, wait_for, wait_for_pods
+
+VARIANTS = [
+    ("scheduling-failure", False),
+    ("scheduling-failure", True),
+    ("periodic", False),
+    ("periodic", True),
+    ("stable-queue", False),
+    ("stable-queue", True),
+]
+
+
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCluster, Path]]:
+    root = tmp_path_factory.mktemp("plans")
+    cluster = LocalCluster(
+        root / "cluster", load_versions(), out=lambda line: print(line, flush=True)
+    )
+    try:
+        cluster.up(ClusterSpec(nodes=2, node_cpu="4", node_memory="16Gi", default_scheduler=False))
+        config_file = root / "opsche.yaml"
+        config_file.write_text(
+            "optimiser:\n"
+            "  periodSeconds: 2\n"
+            "  stableWindowSeconds: 1\n"
+            "  planTimeoutSeconds: 20\n"
+            "  solveTimeLimitSeconds: 1\n"
+        )
+        yield cluster, config_file
+    finally:
+        cluster.down()
+
+
+@pytest.fixture(scope="module")
+async def api(two_nodes: tuple[LocalCluster, Path]) -> AsyncIterator[client.ApiClient]:
+    configuration = client.Configuration()
+    await config.load_kube_config(
+        config_file=str(two_nodes[0].kubeconfig), client_configuration=configuration
+    )
+    async with client.ApiClient(configuration) as api_client:
+        yield api_client
+
+
+def container(cpu: str) -> client.V1Container:
+    return client.V1Container(
+        name="main",
+        image="registry.k8s.io/pause:3.10",
+        resources=client.V1ResourceRequirements(requests={"cpu": cpu, "memory": "64Mi"}),
+    )
+
+
+@pytest.mark.parametrize(("trigger", "blocking"), VARIANTS)
+async def test_figure_1_one_move_places_the_pending_pod(
+    two_nodes: tuple[LocalCluster, Path],
+    api: client.ApiClient,
+    tmp_path: Path,
+    trigger: str,
+    blocking: bool,
+) -> None:
+    cluster, config_file = two_nodes
+    namespace = f"fig1-{trigger}-{'b' if blocking else 'nb'}"
+    core = client.CoreV1Api(api)
+    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    args = ["--config", str(config_file), "--trigger", trigger]
+    if blocking:
+        args.append("--blocking")
+    with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
+        labels = {"app": "small"}
+        await client.AppsV1Api(api).create_namespaced_replica_set(
+            namespace,
+            client.V1ReplicaSet(
+                metadata=client.V1ObjectMeta(name="small"),
+                spec=client.V1ReplicaSetSpec(
+                    replicas=2,
+                    selector=client.V1LabelSelector(match_labels=labels),
+                    template=client.V1PodTemplateSpec(
+                        metadata=client.V1ObjectMeta(labels=labels),
+                        spec=client.V1PodSpec(scheduler_name="opsche", containers=[container("2")]),
+                    ),
+                ),
+            ),
+        )
+        before = await wait_for_pods(
+            api, namespace, lambda p: len(p) == 2 and all(map(running, p.values()))
+        )
+        assert len({p.spec.node_name for p in before.values()}) == 2, "one replica per node"
+        await core.create_namespaced_pod(
+            namespace,
+            client.V1Pod(
+                metadata=client.V1ObjectMeta(name="big"),
+                spec=client.V1PodSpec(scheduler_name="opsche", containers=[container("4")]),
+            ),
+        )
+        after = await wait_for_pods(
+            api,
+            namespace,
+            lambda p: (
+                "big" in p
+                and running(p["big"])
+                and sum(1 for n, q in p.items() if n != "big" and running(q)) == 2
+            ),
+            within=90,
+            what="the big pod running and both replicas running",
+        )
+        small = [p for n, p in after.items() if n != "big"]
+        assert {p.spec.node_name for p in small} == {
+            n for n in ("kwok-node-0", "kwok-node-1") if n != after["big"].spec.node_name
+        }, "both replicas share the node the big pod does not use"
+        moved = [n for n in before if n not in after]
+        assert len(moved) == 1, f"exactly one replica was moved (replaced): {moved}"
+        assert daemon.process.poll() is None, daemon.log_tail()
+    await core.delete_namespace(namespace)
+    # Two small nodes: the next variant must not start while these pods still hold them.
+    await wait_for(
+        core.list_namespace,
+        None,
+        lambda namespaces: namespace not in namespaces,
+        within=60,
+        what=f"namespace {namespace} to be deleted",
+    )
