@@ -8,6 +8,9 @@ opsche's plan moves exactly one pod and places it.
 
 from __future__ import annotations
 
+import asyncio
+import time
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -58,6 +61,22 @@ async def api(two_nodes: tuple[LocalCluster, Path]) -> AsyncIterator[client.ApiC
     )
     async with client.ApiClient(configuration) as api_client:
         yield api_client
+
+
+async def metric_lines(port: int, prefix: str, within: float = 30.0) -> list[str]:
+    """Lines of /metrics starting with ``prefix`` and a value > 0, once there are any."""
+    url = f"http://127.0.0.1:{port}/metrics"
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        text = await asyncio.to_thread(lambda: urllib.request.urlopen(url).read().decode())
+        lines = [
+            line for line in text.splitlines()
+            if line.startswith(prefix) and float(line.split()[-1]) > 0
+        ]  # fmt: skip
+        if lines:
+            return lines
+        await asyncio.sleep(0.2)  # a metrics endpoint has no watch: poll it, bounded
+    return []
 
 
 def container(cpu: str) -> client.V1Container:
@@ -127,6 +146,17 @@ async def test_figure_1_one_move_places_the_pending_pod(
         }, "both replicas share the node the big pod does not use"
         moved = [n for n in before if n not in after]
         assert len(moved) == 1, f"exactly one replica was moved (replaced): {moved}"
+        events = await wait_for(
+            core.list_namespaced_event,
+            namespace,
+            lambda evs: any(e.reason == "OpscheMoved" for e in evs.values()),
+            what="an OpscheMoved event",
+        )
+        moved_events = [e for e in events.values() if e.reason == "OpscheMoved"]
+        assert [e.involved_object.name for e in moved_events] == moved
+        assert "moved by plan" in moved_events[0].message
+        metrics = await metric_lines(daemon.port, 'opsche_plan_outcomes_total{outcome="converged"}')
+        assert metrics, "the plan converged"
         assert daemon.process.poll() is None, daemon.log_tail()
     await core.delete_namespace(namespace)
     # Two small nodes: the next variant must not start while these pods still hold them.

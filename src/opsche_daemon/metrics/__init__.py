@@ -75,6 +75,37 @@ class Metrics:
             ["plugin", "profile"],
             registry=r,
         )
+        self.solver_runs = Counter(
+            "opsche_solver_runs_total",
+            "Optimisation runs by trigger and how they ended before enforcement.",
+            ["trigger", "result"],
+            registry=r,
+        )
+        self.solve_duration = Histogram(
+            "opsche_solve_duration_seconds",
+            "Wall time of one solve (model building included).",
+            ["solver"],
+            buckets=_exponential(0.05, 2, 12),
+            registry=r,
+        )
+        self.plan_activations = Counter(
+            "opsche_plan_activations_total", "Plans installed and enforced.", registry=r
+        )
+        self.plan_outcomes = Counter(
+            "opsche_plan_outcomes_total",
+            "How enforced plans ended: converged, timed_out, eviction_refused, cancelled, error.",
+            ["outcome"],
+            registry=r,
+        )
+        self.plan_pods_moved = Counter(
+            "opsche_plan_pods_moved_total", "Running pods moved by plans.", registry=r
+        )
+        self.plan_pods_evicted = Counter(
+            "opsche_plan_pods_evicted_total", "Running pods evicted by plans.", registry=r
+        )
+        self.plan_pods_held = Gauge(
+            "opsche_plan_pods_held", "Pods held back by the plan being enforced.", registry=r
+        )
         self.queue_incoming_pods = Counter(
             "opsche_queue_incoming_pods_total",
             "Pods added to scheduling queues by event and queue.",

@@ -104,7 +104,9 @@ class OptimizationFlow:
                 self.scheduler.pause()
             snapshot = self.scheduler.plan_snapshot()
             mine = [p for p in snapshot.pending if p.scheduler_name == self.scheduler.name]
+            metrics = self.scheduler.metrics
             if not mine:
+                metrics.solver_runs.labels(trigger, "nothing_pending").inc()
                 self._finish("nothing_pending")
                 return
             self.last_solved = state_key(snapshot, self.scheduler.name)
@@ -117,10 +119,13 @@ class OptimizationFlow:
                 time_limit=settings.solve_time_limit_s,
                 cancel=self.cancel,
             )
+            metrics.solve_duration.labels(settings.solver).observe(plan.seconds)
             if self.cancel.is_set():
+                metrics.solver_runs.labels(trigger, "cancelled").inc()
                 self._finish("cancelled")
                 return
             if plan.empty:
+                metrics.solver_runs.labels(trigger, "empty").inc()
                 self._finish("empty")
                 return
             fresh = self.scheduler.plan_snapshot()
@@ -129,8 +134,10 @@ class OptimizationFlow:
             )
             if errors:
                 log.info("plan invalid on a fresh snapshot", trigger=trigger, errors=errors[:5])
+                metrics.solver_runs.labels(trigger, "invalid").inc()
                 self._finish("invalid")
                 return
+            metrics.solver_runs.labels(trigger, "plan").inc()
             await self._enforce(plan, fresh, trigger)
         except asyncio.CancelledError:
             self._finish("cancelled")
@@ -153,14 +160,31 @@ class OptimizationFlow:
             moves=len(plan.moves),
             evictions=len(plan.evictions),
         )
+        metrics = self.scheduler.metrics
+        metrics.plan_activations.inc()
         running = {p.key: p for _, p in fresh.pods()}
-        for key in [m.key for m in plan.moves] + [e.key for e in plan.evictions]:
-            result = await self.evict(running[key])
+        why = {
+            m.key: f"moved by plan {active.plan_id} from {m.from_node} to {m.to_node}, "
+            f"to place {len(plan.placements)} pending pod(s)"
+            for m in plan.moves
+        }
+        why |= {
+            e.key: f"evicted by plan {active.plan_id} to place higher-priority pod(s)"
+            for e in plan.evictions
+        }
+        for key, note in why.items():
+            pod = running[key]
+            result = await self.evict(pod)
             outcome = getattr(result, "outcome", "evicted")
             if outcome not in ("evicted", "not_found"):
                 log.info("plan eviction refused; aborting plan", pod=key, outcome=outcome)
                 self._finish("eviction_refused")
                 return
+            moved = key not in {e.key for e in plan.evictions}
+            (metrics.plan_pods_moved if moved else metrics.plan_pods_evicted).inc()
+            self.scheduler.binder.event(
+                pod, "OpscheMoved" if moved else "OpscheEvicted", note, type_="Normal"
+            )
         queue.activate(p.key for p in plan.placements)
         self.scheduler.resume()
         monitor = ConvergenceMonitor(
@@ -171,6 +195,7 @@ class OptimizationFlow:
         )
         while True:
             await asyncio.sleep(self.settings.convergence_interval_s)
+            metrics.plan_pods_held.set(len(self.state.held))
             verdict = monitor.check(active.observe(self.scheduler.plan_snapshot()))
             if verdict is Verdict.CONVERGED:
                 self._finish("converged")
@@ -182,13 +207,17 @@ class OptimizationFlow:
     def _finish(self, outcome: str) -> None:
         """Teardown: uninstall the plan, release every held pod, resume scheduling."""
         queue = self.scheduler.queue
-        held = self.state.uninstall() if self.state.is_active else frozenset()
+        was_active = self.state.is_active
+        held = self.state.uninstall() if was_active else frozenset()
         queue.reevaluate_gated(held)
         plan_plugins = set(PLAN_PLUGINS)
         queue.move_all_to_active_or_backoff(
             "PlanUninstalled", lambda info: bool(info.unschedulable_plugins & plan_plugins)
         )
         self.scheduler.resume()
+        self.scheduler.metrics.plan_pods_held.set(0)
+        if was_active:
+            self.scheduler.metrics.plan_outcomes.labels(outcome).inc()
         self.outcomes.append(outcome)
         self.in_progress = False
         log.info("optimisation run ended", outcome=outcome, released=len(held))
