@@ -167,3 +167,173 @@ async def test_figure_1_one_move_places_the_pending_pod(
         within=60,
         what=f"namespace {namespace} to be deleted",
     )
+
+
+async def _cleanup(core: client.CoreV1Api, namespace: str) -> None:
+    await core.delete_namespace(namespace)
+    await wait_for(
+        core.list_namespace,
+        None,
+        lambda namespaces: namespace not in namespaces,
+        within=60,
+        what=f"namespace {namespace} to be deleted",
+    )
+
+
+async def test_pods_without_a_controller_are_never_moved(
+    two_nodes: tuple[LocalCluster, Path], api: client.ApiClient, tmp_path: Path
+) -> None:
+    """Figure 1 with bare pods: the only fix would move one, so there is no plan at all."""
+    cluster, config_file = two_nodes
+    namespace = "bare-pods"
+    core = client.CoreV1Api(api)
+    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    args = ["--config", str(config_file), "--trigger", "stable-queue"]
+    with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
+        for i in range(2):
+            await core.create_namespaced_pod(
+                namespace,
+                client.V1Pod(
+                    metadata=client.V1ObjectMeta(name=f"bare-{i}"),
+                    spec=client.V1PodSpec(scheduler_name="opsche", containers=[container("2")]),
+                ),
+            )
+        before = await wait_for_pods(
+            api, namespace, lambda p: len(p) == 2 and all(map(running, p.values()))
+        )
+        await core.create_namespaced_pod(
+            namespace,
+            client.V1Pod(
+                metadata=client.V1ObjectMeta(name="big"),
+                spec=client.V1PodSpec(scheduler_name="opsche", containers=[container("4")]),
+            ),
+        )
+        # The stable-queue trigger solves once the pending set is stable; that run must end
+        # without a plan (nothing may be moved).
+        runs = await metric_lines(daemon.port, 'opsche_solver_runs_total{result="empty"')
+        assert runs, daemon.log_tail()
+        pods = {p.metadata.name: p for p in (await core.list_namespaced_pod(namespace)).items}
+        for name, pod in before.items():
+            assert pods[name].metadata.uid == pod.metadata.uid, f"{name} was replaced"
+            assert pods[name].spec.node_name == pod.spec.node_name
+        assert not pods["big"].spec.node_name
+        assert not await metric_lines(daemon.port, "opsche_plan_activations_total", within=0.5)
+    await _cleanup(core, namespace)
+
+
+async def test_a_plan_that_cannot_converge_in_time_releases_every_held_pod(
+    two_nodes: tuple[LocalCluster, Path], api: client.ApiClient, tmp_path: Path
+) -> None:
+    """A plan timeout shorter than a replacement takes to appear: the run times out and
+    tears down, the held-pod gauge returns to 0, and scheduling carries on."""
+    cluster, _ = two_nodes
+    namespace = "timeout"
+    core = client.CoreV1Api(api)
+    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    config_file = tmp_path / "fast-timeout.yaml"
+    config_file.write_text("optimiser:\n  planTimeoutSeconds: 0.3\n  solveTimeLimitSeconds: 1\n")
+    args = ["--config", str(config_file), "--trigger", "scheduling-failure"]
+    with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
+        labels = {"app": "small"}
+        await client.AppsV1Api(api).create_namespaced_replica_set(
+            namespace,
+            client.V1ReplicaSet(
+                metadata=client.V1ObjectMeta(name="small"),
+                spec=client.V1ReplicaSetSpec(
+                    replicas=2,
+                    selector=client.V1LabelSelector(match_labels=labels),
+                    template=client.V1PodTemplateSpec(
+                        metadata=client.V1ObjectMeta(labels=labels),
+                        spec=client.V1PodSpec(scheduler_name="opsche", containers=[container("2")]),
+                    ),
+                ),
+            ),
+        )
+        await wait_for_pods(api, namespace, lambda p: len(p) == 2 and all(map(running, p.values())))
+        await core.create_namespaced_pod(
+            namespace,
+            client.V1Pod(
+                metadata=client.V1ObjectMeta(name="big"),
+                spec=client.V1PodSpec(scheduler_name="opsche", containers=[container("4")]),
+            ),
+        )
+        timed_out = await metric_lines(
+            daemon.port, 'opsche_plan_outcomes_total{outcome="timed_out"}'
+        )
+        assert timed_out, daemon.log_tail()
+        held = await asyncio.to_thread(
+            lambda: (
+                urllib.request.urlopen(f"http://127.0.0.1:{daemon.port}/metrics").read().decode()
+            )
+        )
+        assert "opsche_plan_pods_held 0.0" in held
+        # Released, the replica's replacement is scheduled normally (wherever it fits).
+        await wait_for_pods(
+            api,
+            namespace,
+            lambda p: sum(1 for n, q in p.items() if n != "big" and running(q)) == 2,
+            within=60,
+            what="both replicas running again after the teardown",
+        )
+    await _cleanup(core, namespace)
+
+
+async def test_fragmentation_across_four_nodes_is_repaired_with_the_fewest_moves(
+    two_nodes: tuple[LocalCluster, Path], api: client.ApiClient, tmp_path: Path
+) -> None:
+    """Four nodes with 2 of 4 cpu used each: two 4-cpu pods fit nowhere (kube-scheduler would
+    leave them pending forever); pairing the small replicas frees two nodes with 2 moves."""
+    cluster, config_file = two_nodes
+    spec = ClusterSpec(nodes=4, node_cpu="4", node_memory="16Gi", default_scheduler=False)
+    await asyncio.to_thread(cluster.up, spec)
+    namespace = "fragmented"
+    core = client.CoreV1Api(api)
+    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    args = ["--config", str(config_file), "--trigger", "stable-queue"]
+    try:
+        with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
+            apps = client.AppsV1Api(api)
+            for name, replicas, cpu in (("small", 4, "2"), ("big", 2, "4")):
+                labels = {"app": name}
+                await apps.create_namespaced_replica_set(
+                    namespace,
+                    client.V1ReplicaSet(
+                        metadata=client.V1ObjectMeta(name=name),
+                        spec=client.V1ReplicaSetSpec(
+                            replicas=replicas,
+                            selector=client.V1LabelSelector(match_labels=labels),
+                            template=client.V1PodTemplateSpec(
+                                metadata=client.V1ObjectMeta(labels=labels),
+                                spec=client.V1PodSpec(
+                                    scheduler_name="opsche", containers=[container(cpu)]
+                                ),
+                            ),
+                        ),
+                    ),
+                )
+                if name == "small":
+                    before = await wait_for_pods(
+                        api, namespace, lambda p: len(p) == 4 and all(map(running, p.values()))
+                    )
+                    assert len({p.spec.node_name for p in before.values()}) == 4
+            after = await wait_for_pods(
+                api,
+                namespace,
+                lambda p: len(p) == 6 and all(map(running, p.values())),
+                within=90,
+                what="all six pods running",
+            )
+            replaced = [n for n in before if n not in after]
+            assert len(replaced) == 2, f"the fewest moves is 2, got {replaced}"
+            per_node: dict[str, int] = {}
+            for pod in after.values():
+                cpu = 4 if pod.metadata.labels["app"] == "big" else 2
+                per_node[pod.spec.node_name] = per_node.get(pod.spec.node_name, 0) + cpu
+            assert all(used <= 4 for used in per_node.values()), per_node
+            assert daemon.process.poll() is None, daemon.log_tail()
+        await _cleanup(core, namespace)
+    finally:
+        await asyncio.to_thread(
+            cluster.up,
+            ClusterSpec(nodes=2, node_cpu="4", node_memory="16Gi", default_scheduler=False),
+        )
