@@ -9,6 +9,7 @@ opsche's plan moves exactly one pod and places it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
@@ -337,3 +338,101 @@ async def test_fragmentation_across_four_nodes_is_repaired_with_the_fewest_moves
             cluster.up,
             ClusterSpec(nodes=2, node_cpu="4", node_memory="16Gi", default_scheduler=False),
         )
+
+
+async def test_a_burst_during_enforcement_never_overcommits_a_node(
+    two_nodes: tuple[LocalCluster, Path], api: client.ApiClient, tmp_path: Path
+) -> None:
+    """Figure 1 with a burst of ten unrelated 100m pods arriving as the plan is computed and
+    enforced. A watch checks every node's bound requests against its capacity on every pod
+    event, not only at the end. Everything fits exactly (2 x 4 cpu = 4 + 2 x 1.5 + 10 x 0.1),
+    so all thirteen pods must end up running, whatever the burst did meanwhile.
+    """
+    cluster, config_file = two_nodes
+    namespace = "burst"
+    core = client.CoreV1Api(api)
+    await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    capacity = {"kwok-node-0": 4000, "kwok-node-1": 4000}
+    violations: list[str] = []
+    checks = [0]
+
+    def cpu_of(pod: client.V1Pod) -> int:
+        request = pod.spec.containers[0].resources.requests["cpu"]
+        return int(request[:-1]) if request.endswith("m") else int(request) * 1000
+
+    def never_overcommitted(pods: dict[str, client.V1Pod]) -> bool:
+        checks[0] += 1
+        used: dict[str, int] = {}
+        for pod in pods.values():
+            if pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed"):
+                used[pod.spec.node_name] = used.get(pod.spec.node_name, 0) + cpu_of(pod)
+        for node, cpu in used.items():
+            if cpu > capacity[node]:
+                violations.append(f"{node}: {cpu}m > {capacity[node]}m")
+        return False  # keep watching until cancelled
+
+    watcher = asyncio.create_task(
+        wait_for_pods(api, namespace, never_overcommitted, within=300, what="(watching)")
+    )
+    args = ["--config", str(config_file), "--trigger", "scheduling-failure"]
+    try:
+        with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
+            labels = {"app": "small"}
+            await client.AppsV1Api(api).create_namespaced_replica_set(
+                namespace,
+                client.V1ReplicaSet(
+                    metadata=client.V1ObjectMeta(name="small"),
+                    spec=client.V1ReplicaSetSpec(
+                        replicas=2,
+                        selector=client.V1LabelSelector(match_labels=labels),
+                        template=client.V1PodTemplateSpec(
+                            metadata=client.V1ObjectMeta(labels=labels),
+                            spec=client.V1PodSpec(
+                                scheduler_name="opsche", containers=[container("1500m")]
+                            ),
+                        ),
+                    ),
+                ),
+            )
+            await wait_for_pods(
+                api, namespace, lambda p: len(p) == 2 and all(map(running, p.values()))
+            )
+            await core.create_namespaced_pod(
+                namespace,
+                client.V1Pod(
+                    metadata=client.V1ObjectMeta(name="big"),
+                    spec=client.V1PodSpec(scheduler_name="opsche", containers=[container("4")]),
+                ),
+            )
+            burst = {"app": "burst"}
+            await client.AppsV1Api(api).create_namespaced_replica_set(
+                namespace,
+                client.V1ReplicaSet(
+                    metadata=client.V1ObjectMeta(name="burst"),
+                    spec=client.V1ReplicaSetSpec(
+                        replicas=10,
+                        selector=client.V1LabelSelector(match_labels=burst),
+                        template=client.V1PodTemplateSpec(
+                            metadata=client.V1ObjectMeta(labels=burst),
+                            spec=client.V1PodSpec(
+                                scheduler_name="opsche", containers=[container("100m")]
+                            ),
+                        ),
+                    ),
+                ),
+            )
+            await wait_for_pods(
+                api,
+                namespace,
+                lambda p: len(p) == 13 and all(map(running, p.values())),
+                within=120,
+                what="the big pod, both replicas and the burst running",
+            )
+            assert await metric_lines(daemon.port, "opsche_plan_activations_total")
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, AssertionError):
+            await watcher
+    assert checks[0] > 13, "the watch saw every pod arrive and change"
+    assert violations == []
+    await _cleanup(core, namespace)

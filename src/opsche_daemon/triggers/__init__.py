@@ -37,6 +37,10 @@ __all__ = ["TRIGGERS", "FlowSettings", "OptimizationFlow", "run_trigger", "state
 log = structlog.get_logger("opsche.optimiser")
 
 TRIGGERS = ("scheduling-failure", "periodic", "stable-queue", "none")
+# Runs that ended before evicting anything because the cluster moved under them: their pods are
+# worth another try. Not after a refused eviction or a timeout: retrying those could evict pods
+# again and again for a plan that cannot succeed.
+RETRY_OUTCOMES = frozenset({"invalid", "cancelled"})
 Evict = Callable[[Pod], Awaitable[Any]]
 
 
@@ -211,9 +215,14 @@ class OptimizationFlow:
         held = self.state.uninstall() if was_active else frozenset()
         queue.reevaluate_gated(held)
         plan_plugins = set(PLAN_PLUGINS)
-        queue.move_all_to_active_or_backoff(
-            "PlanUninstalled", lambda info: bool(info.unschedulable_plugins & plan_plugins)
-        )
+        if outcome in RETRY_OUTCOMES:
+            # The cluster changed under the plan: let the parked pods try again (with their
+            # backoff), which also re-arms the scheduling-failure trigger.
+            queue.move_all_to_active_or_backoff("PlanDiscarded")
+        else:
+            queue.move_all_to_active_or_backoff(
+                "PlanUninstalled", lambda info: bool(info.unschedulable_plugins & plan_plugins)
+            )
         self.scheduler.resume()
         self.scheduler.metrics.plan_pods_held.set(0)
         if was_active:
