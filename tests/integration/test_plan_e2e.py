@@ -31,6 +31,8 @@ VARIANTS = [
     ("stable-queue", False),
     ("stable-queue", True),
 ]
+# The paper's ablation: every trigger variant with default preemption on and off.
+PREEMPTION = [True, False]
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +90,7 @@ def container(cpu: str) -> client.V1Container:
     )
 
 
+@pytest.mark.parametrize("preemption", PREEMPTION, ids=["preemption", "no-preemption"])
 @pytest.mark.parametrize(("trigger", "blocking"), VARIANTS)
 async def test_figure_1_one_move_places_the_pending_pod(
     two_nodes: tuple[LocalCluster, Path],
@@ -95,14 +98,17 @@ async def test_figure_1_one_move_places_the_pending_pod(
     tmp_path: Path,
     trigger: str,
     blocking: bool,
+    preemption: bool,
 ) -> None:
     cluster, config_file = two_nodes
-    namespace = f"fig1-{trigger}-{'b' if blocking else 'nb'}"
+    namespace = f"fig1-{trigger}-{'b' if blocking else 'nb'}-{'p' if preemption else 'np'}"
     core = client.CoreV1Api(api)
     await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     args = ["--config", str(config_file), "--trigger", trigger]
     if blocking:
         args.append("--blocking")
+    if not preemption:
+        args.append("--no-preemption")
     with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
         labels = {"app": "small"}
         await client.AppsV1Api(api).create_namespaced_replica_set(
