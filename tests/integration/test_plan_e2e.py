@@ -82,6 +82,27 @@ async def metric_lines(port: int, prefix: str, within: float = 30.0) -> list[str
     return []
 
 
+async def create_replicaset(
+    api: client.ApiClient, namespace: str, name: str, replicas: int, cpu: str
+) -> None:
+    """A ReplicaSet of ``replicas`` opsche pods requesting ``cpu``, labelled ``app: name``."""
+    labels = {"app": name}
+    await client.AppsV1Api(api).create_namespaced_replica_set(
+        namespace,
+        client.V1ReplicaSet(
+            metadata=client.V1ObjectMeta(name=name),
+            spec=client.V1ReplicaSetSpec(
+                replicas=replicas,
+                selector=client.V1LabelSelector(match_labels=labels),
+                template=client.V1PodTemplateSpec(
+                    metadata=client.V1ObjectMeta(labels=labels),
+                    spec=client.V1PodSpec(scheduler_name="opsche", containers=[container(cpu)]),
+                ),
+            ),
+        ),
+    )
+
+
 def container(cpu: str) -> client.V1Container:
     return client.V1Container(
         name="main",
@@ -110,21 +131,7 @@ async def test_figure_1_one_move_places_the_pending_pod(
     if not preemption:
         args.append("--no-preemption")
     with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
-        labels = {"app": "small"}
-        await client.AppsV1Api(api).create_namespaced_replica_set(
-            namespace,
-            client.V1ReplicaSet(
-                metadata=client.V1ObjectMeta(name="small"),
-                spec=client.V1ReplicaSetSpec(
-                    replicas=2,
-                    selector=client.V1LabelSelector(match_labels=labels),
-                    template=client.V1PodTemplateSpec(
-                        metadata=client.V1ObjectMeta(labels=labels),
-                        spec=client.V1PodSpec(scheduler_name="opsche", containers=[container("2")]),
-                    ),
-                ),
-            ),
-        )
+        await create_replicaset(api, namespace, "small", 2, "2")
         before = await wait_for_pods(
             api, namespace, lambda p: len(p) == 2 and all(map(running, p.values()))
         )
@@ -241,21 +248,7 @@ async def test_a_plan_that_cannot_converge_in_time_releases_every_held_pod(
     config_file.write_text("optimiser:\n  planTimeoutSeconds: 0.3\n  solveTimeLimitSeconds: 1\n")
     args = ["--config", str(config_file), "--trigger", "scheduling-failure"]
     with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
-        labels = {"app": "small"}
-        await client.AppsV1Api(api).create_namespaced_replica_set(
-            namespace,
-            client.V1ReplicaSet(
-                metadata=client.V1ObjectMeta(name="small"),
-                spec=client.V1ReplicaSetSpec(
-                    replicas=2,
-                    selector=client.V1LabelSelector(match_labels=labels),
-                    template=client.V1PodTemplateSpec(
-                        metadata=client.V1ObjectMeta(labels=labels),
-                        spec=client.V1PodSpec(scheduler_name="opsche", containers=[container("2")]),
-                    ),
-                ),
-            ),
-        )
+        await create_replicaset(api, namespace, "small", 2, "2")
         await wait_for_pods(api, namespace, lambda p: len(p) == 2 and all(map(running, p.values())))
         await core.create_namespaced_pod(
             namespace,
@@ -299,25 +292,8 @@ async def test_fragmentation_across_four_nodes_is_repaired_with_the_fewest_moves
     args = ["--config", str(config_file), "--trigger", "stable-queue"]
     try:
         with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
-            apps = client.AppsV1Api(api)
             for name, replicas, cpu in (("small", 4, "2"), ("big", 2, "4")):
-                labels = {"app": name}
-                await apps.create_namespaced_replica_set(
-                    namespace,
-                    client.V1ReplicaSet(
-                        metadata=client.V1ObjectMeta(name=name),
-                        spec=client.V1ReplicaSetSpec(
-                            replicas=replicas,
-                            selector=client.V1LabelSelector(match_labels=labels),
-                            template=client.V1PodTemplateSpec(
-                                metadata=client.V1ObjectMeta(labels=labels),
-                                spec=client.V1PodSpec(
-                                    scheduler_name="opsche", containers=[container(cpu)]
-                                ),
-                            ),
-                        ),
-                    ),
-                )
+                await create_replicaset(api, namespace, name, replicas, cpu)
                 if name == "small":
                     before = await wait_for_pods(
                         api, namespace, lambda p: len(p) == 4 and all(map(running, p.values()))
@@ -383,23 +359,7 @@ async def test_a_burst_during_enforcement_never_overcommits_a_node(
     args = ["--config", str(config_file), "--trigger", "scheduling-failure"]
     try:
         with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
-            labels = {"app": "small"}
-            await client.AppsV1Api(api).create_namespaced_replica_set(
-                namespace,
-                client.V1ReplicaSet(
-                    metadata=client.V1ObjectMeta(name="small"),
-                    spec=client.V1ReplicaSetSpec(
-                        replicas=2,
-                        selector=client.V1LabelSelector(match_labels=labels),
-                        template=client.V1PodTemplateSpec(
-                            metadata=client.V1ObjectMeta(labels=labels),
-                            spec=client.V1PodSpec(
-                                scheduler_name="opsche", containers=[container("1500m")]
-                            ),
-                        ),
-                    ),
-                ),
-            )
+            await create_replicaset(api, namespace, "small", 2, "1500m")
             await wait_for_pods(
                 api, namespace, lambda p: len(p) == 2 and all(map(running, p.values()))
             )
@@ -410,23 +370,7 @@ async def test_a_burst_during_enforcement_never_overcommits_a_node(
                     spec=client.V1PodSpec(scheduler_name="opsche", containers=[container("4")]),
                 ),
             )
-            burst = {"app": "burst"}
-            await client.AppsV1Api(api).create_namespaced_replica_set(
-                namespace,
-                client.V1ReplicaSet(
-                    metadata=client.V1ObjectMeta(name="burst"),
-                    spec=client.V1ReplicaSetSpec(
-                        replicas=10,
-                        selector=client.V1LabelSelector(match_labels=burst),
-                        template=client.V1PodTemplateSpec(
-                            metadata=client.V1ObjectMeta(labels=burst),
-                            spec=client.V1PodSpec(
-                                scheduler_name="opsche", containers=[container("100m")]
-                            ),
-                        ),
-                    ),
-                ),
-            )
+            await create_replicaset(api, namespace, "burst", 10, "100m")
             await wait_for_pods(
                 api,
                 namespace,
