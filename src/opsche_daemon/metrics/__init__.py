@@ -22,6 +22,12 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        self.cache_size = Gauge(
+            "opsche_scheduler_cache_size",
+            "Nodes, bound pods and assumed pods in the scheduler's cache (read when scraped).",
+            ["type"],
+            registry=r,
+        )
         self.pending_pods = Gauge(
             "opsche_pending_pods",
             "Pending pods by queue: active, backoff, unschedulable, gated.",

@@ -91,6 +91,10 @@ class Scheduler:
         self.on_unschedulable: list[Callable[[Pod], None]] = []
         # True while a plan is enforced: preemption then stays out of the plan's way.
         self.preemption_paused: Callable[[], bool] = lambda: False
+        size = metrics.cache_size
+        size.labels("nodes").set_function(lambda: cache.stats().nodes)
+        size.labels("pods").set_function(lambda: cache.stats().bound_pods)
+        size.labels("assumed_pods").set_function(lambda: cache.stats().assumed_pods)
 
     # ------------------------------------------------------------------ intake sink
     def responsible_for(self, pod: Pod) -> bool:
