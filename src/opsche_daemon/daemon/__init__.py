@@ -27,6 +27,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from opsche_daemon.cache import Cache
 from opsche_daemon.config import SchedulerConfig
+from opsche_daemon.daemon.failpoints import FailpointError, parse_failpoints
 from opsche_daemon.framework.interface import Plugin, PostFilterResult
 from opsche_daemon.framework.plugins.default_preemption import DefaultPreemption
 from opsche_daemon.framework.registry import build_framework
@@ -159,6 +160,10 @@ class Daemon:
         self.ready = False
         self.framework: Framework | None = None
         self.scheduler: Scheduler | None = None
+        try:
+            self.failpoints = parse_failpoints(os.environ)
+        except FailpointError as exc:
+            raise StartupError(str(exc)) from None
 
     def _build(self, writer: Writer) -> Scheduler:
         config = self.config
@@ -207,8 +212,10 @@ class Daemon:
                 period_s=config.period_s,
                 stable_window_s=config.stable_window_s,
                 plan_timeout_s=config.plan_timeout_s,
+                failure_cooldown_s=config.failure_cooldown_s,
             ),
             is_protected,
+            before_validate=self.failpoints.get("before-validate"),
         )
         return self.scheduler
 

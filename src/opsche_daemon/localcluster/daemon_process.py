@@ -6,12 +6,13 @@ cluster, started the way a user starts it; this is the one place that does it.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,9 +59,16 @@ def _free_port() -> int:
 
 
 def start_opsche(
-    kubeconfig: Path, log: Path, args: Sequence[str] = (), ready_within: float = 60.0
+    kubeconfig: Path,
+    log: Path,
+    args: Sequence[str] = (),
+    ready_within: float = 60.0,
+    env: Mapping[str, str] | None = None,
 ) -> DaemonProcess:
-    """Start ``opsche run`` serving metrics on a free loopback port; return once /readyz is 200."""
+    """Start ``opsche run`` serving metrics on a free loopback port; return once /readyz is 200.
+
+    ``env`` adds to this process's environment (the tests' failpoints).
+    """
     port = _free_port()
     argv = [
         sys.executable, "-m", "opsche_daemon.cli.main", "run",
@@ -69,7 +77,9 @@ def start_opsche(
         *args,
     ]  # fmt: skip
     with log.open("wb") as handle:
-        process = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            argv, stdout=handle, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
     daemon = DaemonProcess(process, port, log)
     deadline = time.monotonic() + ready_within
     url = f"http://127.0.0.1:{port}/readyz"
@@ -92,10 +102,10 @@ def start_opsche(
 
 @contextmanager
 def running_opsche(
-    kubeconfig: Path, log: Path, args: Sequence[str] = ()
+    kubeconfig: Path, log: Path, args: Sequence[str] = (), env: Mapping[str, str] | None = None
 ) -> Iterator[DaemonProcess]:
     """``start_opsche`` as a context manager that stops the daemon on exit."""
-    daemon = start_opsche(kubeconfig, log, args)
+    daemon = start_opsche(kubeconfig, log, args, env=env)
     try:
         yield daemon
     finally:

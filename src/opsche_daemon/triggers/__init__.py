@@ -41,6 +41,9 @@ TRIGGERS = ("scheduling-failure", "periodic", "stable-queue", "none")
 # worth another try. Not after a refused eviction or a timeout: retrying those could evict pods
 # again and again for a plan that cannot succeed.
 RETRY_OUTCOMES = frozenset({"invalid", "cancelled"})
+# Runs that disturbed pods and failed: the next run waits a cool-down that doubles with each
+# failure in a row, so a plan that keeps timing out cannot evict pods over and over.
+FAILED_OUTCOMES = frozenset({"timed_out", "eviction_refused", "error"})
 Evict = Callable[[Pod], Awaitable[Any]]
 
 
@@ -48,7 +51,7 @@ Evict = Callable[[Pod], Awaitable[Any]]
 class FlowSettings:
     """How plans are computed and enforced."""
 
-    trigger: str = "none"
+    trigger: str = "scheduling-failure"
     blocking: bool = False
     solver: str = "cpsat"
     solve_time_limit_s: float = 2.0
@@ -57,6 +60,8 @@ class FlowSettings:
     poll_s: float = 0.25
     convergence_interval_s: float = 0.25
     plan_timeout_s: float = 4.0
+    failure_cooldown_s: float = 10.0
+    max_failure_cooldown_s: float = 300.0
 
 
 class OptimizationFlow:
@@ -70,6 +75,7 @@ class OptimizationFlow:
         settings: FlowSettings,
         protected: Callable[[Pod], bool],
         clock: Callable[[], float] = time.monotonic,
+        before_validate: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.state = state
@@ -77,16 +83,24 @@ class OptimizationFlow:
         self.settings = settings
         self.protected = protected
         self.clock = clock
+        # Awaited between the solve and the validation: a failpoint for tests of stale plans.
+        self.before_validate = before_validate
         self.in_progress = False
         self.cancel = threading.Event()
         self.last_solved: int | None = None  # state_key() of the last state solved
         self.outcomes: list[str] = []  # for tests and logs: converged, timed_out, invalid, ...
+        self.failures_in_a_row = 0
+        self.not_before = 0.0  # clock() before which no run starts (after failed runs)
+        self._key: tuple[int, int] | None = None  # (cache generation, state_key) memo
         self._task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ starting
     def request(self, trigger: str) -> bool:
-        """Start a run in the background unless one is in progress; True if started."""
-        if self.in_progress:
+        """Start a run in the background; True if started.
+
+        Not while a run is in progress, nor during the cool-down after a failed run.
+        """
+        if self.in_progress or self.clock() < self.not_before:
             return False
         self.in_progress = True
         self.cancel = threading.Event()
@@ -94,6 +108,18 @@ class OptimizationFlow:
             self._run(trigger), name=f"optimisation:{trigger}"
         )
         return True
+
+    def already_solved(self) -> bool:
+        """True if the cluster is in the state the last run solved (its answer would not change).
+
+        Memoised on the cache's generation: the failure trigger asks after every failed cycle.
+        """
+        if self.last_solved is None:
+            return False
+        generation = self.scheduler.cache.generation
+        if self._key is None or self._key[0] != generation:
+            self._key = (generation, state_key(self.scheduler.plan_snapshot(), self.scheduler.name))
+        return self._key[1] == self.last_solved
 
     async def wait(self) -> None:
         """Wait for the current run (and its convergence monitor) to end."""
@@ -132,6 +158,8 @@ class OptimizationFlow:
                 metrics.solver_runs.labels(trigger, "empty").inc()
                 self._finish("empty")
                 return
+            if self.before_validate is not None:
+                await self.before_validate()
             fresh = self.scheduler.plan_snapshot()
             errors = validate_plan(
                 plan, fresh, scheduler_name=self.scheduler.name, protected=self.protected
@@ -139,6 +167,9 @@ class OptimizationFlow:
             if errors:
                 log.info("plan invalid on a fresh snapshot", trigger=trigger, errors=errors[:5])
                 metrics.solver_runs.labels(trigger, "invalid").inc()
+                # The state solved did not get its plan: the periodic and stable-queue
+                # triggers must not skip it if the cluster returns to it.
+                self.last_solved = None
                 self._finish("invalid")
                 return
             metrics.solver_runs.labels(trigger, "plan").inc()
@@ -197,10 +228,19 @@ class OptimizationFlow:
             interval_s=self.settings.convergence_interval_s,
             clock=self.clock,
         )
+        leaving = set(why)  # disturbed pods whose room the planned pods wait for
         while True:
             await asyncio.sleep(self.settings.convergence_interval_s)
             metrics.plan_pods_held.set(len(self.state.held))
-            verdict = monitor.check(active.observe(self.scheduler.plan_snapshot()))
+            snapshot = self.scheduler.plan_snapshot()
+            still = {key for key in leaving if self.scheduler.cache.placement(key) is not None}
+            if still != leaving:
+                # Room was freed on a planned node. A planned pod that already tried while the
+                # disturbed pod was terminating sits in backoff (seconds, doubling per attempt);
+                # the plan has reserved that room for it, so it goes straight back to active.
+                leaving = still
+                queue.activate(p.key for p in snapshot.pending if active.is_planned(p))
+            verdict = monitor.check(active.observe(snapshot))
             if verdict is Verdict.CONVERGED:
                 self._finish("converged")
                 return
@@ -228,6 +268,16 @@ class OptimizationFlow:
         if was_active:
             self.scheduler.metrics.plan_outcomes.labels(outcome).inc()
         self.outcomes.append(outcome)
+        if outcome in FAILED_OUTCOMES:
+            self.failures_in_a_row += 1
+            cooldown = min(
+                self.settings.max_failure_cooldown_s,
+                self.settings.failure_cooldown_s * 2 ** (self.failures_in_a_row - 1),
+            )
+            self.not_before = self.clock() + cooldown
+            log.info("plan failed; next run after a cool-down", outcome=outcome, seconds=cooldown)
+        elif outcome == "converged":
+            self.failures_in_a_row = 0
         self.in_progress = False
         log.info("optimisation run ended", outcome=outcome, released=len(held))
 
@@ -255,18 +305,16 @@ async def run_trigger(flow: OptimizationFlow) -> None:
     if settings.trigger == "scheduling-failure":
 
         def on_failure(_pod: Pod) -> None:
-            flow.request("scheduling-failure")
+            if not flow.in_progress and not flow.already_solved():
+                flow.request("scheduling-failure")
 
         scheduler.on_unschedulable.append(on_failure)
         return
     if settings.trigger == "periodic":
         while True:
             await asyncio.sleep(settings.period_s)
-            if flow.in_progress:
-                continue
-            if state_key(scheduler.plan_snapshot(), scheduler.name) == flow.last_solved:
-                continue
-            flow.request("periodic")
+            if not flow.in_progress and not flow.already_solved():
+                flow.request("periodic")
     if settings.trigger == "stable-queue":
         last: frozenset[str] = frozenset()
         since = flow.clock()
@@ -280,9 +328,7 @@ async def run_trigger(flow: OptimizationFlow) -> None:
                 if flow.in_progress and not flow.state.is_active:
                     flow.cancel.set()  # the pending set changed under a running solve
                 continue
-            if not pending or flow.in_progress:
-                continue
-            if state_key(scheduler.plan_snapshot(), scheduler.name) == flow.last_solved:
+            if not pending or flow.in_progress or flow.already_solved():
                 continue
             if flow.clock() - since >= settings.stable_window_s:
                 flow.request("stable-queue")

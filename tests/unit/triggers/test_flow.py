@@ -1,0 +1,278 @@
+"""Algorithm 1 without a cluster: the real scheduler, queue, cache, framework and solver on the
+paper's Figure 1, with a recording fake in place of the API server's eviction and event calls.
+
+The end-to-end tests show the same runs against kube-apiserver; these pin down the flow's
+decisions one by one (what is evicted, when scheduling is paused, what every outcome releases).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import pytest
+
+from opsche_daemon.cache import Cache
+from opsche_daemon.daemon import is_protected
+from opsche_daemon.framework.registry import build_framework
+from opsche_daemon.metrics import Metrics
+from opsche_daemon.model.node import Node
+from opsche_daemon.model.pod import Owner, Pod
+from opsche_daemon.model.resources import Resources
+from opsche_daemon.plan.plugins import PlanState, plan_plugins
+from opsche_daemon.queue import QueueSettings, SchedulingQueue
+from opsche_daemon.scheduler import Scheduler
+from opsche_daemon.triggers import FlowSettings, OptimizationFlow, run_trigger, state_key
+from tests.unit.scheduler.test_scheduler import FakeBinder
+
+TIMEOUT = 10.0
+WEB = Owner("ReplicaSet", "web", "uid-web", "apps/v1")
+
+
+async def until(condition: Callable[[], bool], within: float = TIMEOUT) -> None:
+    """Wait for a condition the flow's own loop makes true (it has no event to await)."""
+    for _ in range(int(within / 0.01)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"not true within {within}s")
+
+
+@dataclass
+class Evicted:
+    outcome: str = "evicted"
+
+
+@dataclass
+class FakeEvictions:
+    """Records each eviction; answers with ``outcome``."""
+
+    outcome: str = "evicted"
+    calls: list[str] = field(default_factory=list)
+
+    async def __call__(self, pod: Pod) -> Evicted:
+        self.calls.append(pod.key)
+        return Evicted(self.outcome)
+
+
+def node(name: str, cpu: int = 4000, *, unschedulable: bool = False) -> Node:
+    return Node(
+        name=name,
+        allocatable=Resources(milli_cpu=cpu, memory=2**34, pods=110),
+        unschedulable=unschedulable,
+    )
+
+
+def pod(name: str, cpu: int, *, on: str = "", owner: Owner | None = WEB) -> Pod:
+    requests = Resources(milli_cpu=cpu, memory=2**20)
+    return Pod(
+        namespace="ns",
+        name=name,
+        uid=f"uid-{name}",
+        scheduler_name="opsche",
+        node_name=on,
+        phase="Running" if on else "Pending",
+        requests=requests,
+        non_zero_requests=requests,
+        owner=owner,
+    )
+
+
+@dataclass
+class Env:
+    flow: OptimizationFlow
+    scheduler: Scheduler
+    evictions: FakeEvictions
+    binder: FakeBinder
+    metrics: Metrics
+
+    async def run(self) -> str:
+        assert self.flow.request("test")
+        await asyncio.wait_for(self.flow.wait(), TIMEOUT)
+        return self.flow.outcomes[-1]
+
+    def sample(self, name: str, labels: dict[str, str]) -> float:
+        return self.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def figure_1(*, blocking: bool = False, owner: Owner | None = WEB, **settings: float) -> Env:
+    """Two 4-cpu nodes, a 2-cpu replica on each, and a pending 4-cpu pod."""
+    state = PlanState(protected=is_protected)
+    framework = build_framework(extra=plan_plugins(state), rng=random.Random(0))
+    queue = SchedulingQueue(framework.pre_enqueue, QueueSettings(1.0, 10.0))
+    binder = FakeBinder()
+    metrics = Metrics()
+    scheduler = Scheduler("opsche", framework, queue, Cache(), binder, metrics, preemption=False)
+    for name in ("n1", "n2"):
+        scheduler.node_changed(node(name))
+    scheduler.pod_changed(pod("web-a", 2000, on="n1", owner=owner))
+    scheduler.pod_changed(pod("web-b", 2000, on="n2", owner=owner))
+    scheduler.pod_changed(pod("big", 4000, owner=None))
+    evictions = FakeEvictions()
+    flow_settings = FlowSettings(
+        trigger="scheduling-failure",
+        blocking=blocking,
+        solve_time_limit_s=2.0,
+        convergence_interval_s=0.01,
+        plan_timeout_s=settings.get("plan_timeout_s", 0.2),
+    )
+    flow = OptimizationFlow(scheduler, state, evictions, flow_settings, is_protected)
+    return Env(flow, scheduler, evictions, binder, metrics)
+
+
+async def test_a_plan_evicts_one_replica_through_the_eviction_call_and_says_why() -> None:
+    env = figure_1()
+    outcome = await env.run()
+    # No controller recreates the replica here, so the plan cannot converge: it times out.
+    assert outcome == "timed_out"
+    assert len(env.evictions.calls) == 1
+    assert env.evictions.calls[0] in ("ns/web-a", "ns/web-b")
+    [event] = [e for e in env.binder.events if e.reason == "OpscheMoved"]
+    assert event.pod == env.evictions.calls[0]
+    assert "moved by plan" in event.note
+    assert env.sample("opsche_plan_pods_moved_total", {}) == 1
+    assert env.sample("opsche_plan_outcomes_total", {"outcome": "timed_out"}) == 1
+    assert not env.flow.state.is_active
+    assert not env.scheduler.paused
+
+
+async def test_a_plan_made_stale_before_validation_is_discarded_not_applied() -> None:
+    env = figure_1()
+
+    async def cordon() -> None:  # a concurrent change lands between solve and validation
+        env.scheduler.node_changed(node("n1", unschedulable=True))
+
+    env.flow.before_validate = cordon
+    assert await env.run() == "invalid"
+    assert env.evictions.calls == []
+    assert not any(e.reason == "OpscheMoved" for e in env.binder.events)
+    assert env.sample("opsche_solver_runs_total", {"trigger": "test", "result": "invalid"}) == 1
+    assert env.sample("opsche_plan_activations_total", {}) == 0
+    assert not env.flow.state.is_active
+    # Never installed: the pending pod goes back to the scheduler, and the state solved is
+    # forgotten so the periodic and stable-queue triggers solve it again.
+    assert env.flow.last_solved is None
+    assert env.scheduler.queue.where("ns/big") in ("active", "backoff")
+
+
+async def test_a_refused_eviction_aborts_the_plan_and_releases_everything() -> None:
+    env = figure_1()
+    env.evictions.outcome = "blocked"  # a PodDisruptionBudget said no (HTTP 429)
+    assert await env.run() == "eviction_refused"
+    assert len(env.evictions.calls) == 1
+    assert not any(e.reason == "OpscheMoved" for e in env.binder.events)
+    assert env.sample("opsche_plan_outcomes_total", {"outcome": "eviction_refused"}) == 1
+    assert not env.flow.state.is_active
+    assert env.sample("opsche_plan_pods_held", {}) == 0
+    assert not env.scheduler.paused
+
+
+async def test_pods_without_a_controller_are_never_evicted() -> None:
+    env = figure_1(owner=None)
+    assert await env.run() == "empty"
+    assert env.evictions.calls == []
+    assert env.sample("opsche_plan_activations_total", {}) == 0
+
+
+async def test_nothing_pending_means_no_solve() -> None:
+    env = figure_1()
+    env.scheduler.pod_deleted(pod("big", 4000, owner=None))
+    assert await env.run() == "nothing_pending"
+    assert env.flow.last_solved is None
+    assert env.sample("opsche_solver_runs_total", {"trigger": "test", "result": "plan"}) == 0
+
+
+@pytest.mark.parametrize("blocking", [True, False])
+async def test_blocking_pauses_scheduling_from_the_snapshot_on_non_blocking_only_to_enforce(
+    blocking: bool,
+) -> None:
+    env = figure_1(blocking=blocking)
+    paused_before_validation: list[bool] = []
+
+    async def look() -> None:
+        paused_before_validation.append(env.scheduler.paused)
+
+    env.flow.before_validate = look
+    await env.run()
+    assert paused_before_validation == [blocking]
+    assert not env.scheduler.paused, "teardown always resumes scheduling"
+
+
+async def test_only_one_run_at_a_time_and_the_state_solved_is_remembered() -> None:
+    env = figure_1()
+    gate = asyncio.Event()
+
+    async def hold() -> None:
+        await gate.wait()
+
+    env.flow.before_validate = hold
+    assert env.flow.request("first")
+    assert not env.flow.request("second"), "a second run while one is in progress"
+    gate.set()
+    await asyncio.wait_for(env.flow.wait(), TIMEOUT)
+    assert len(env.flow.outcomes) == 1
+    assert env.flow.last_solved is not None
+
+
+def test_the_state_key_ignores_heartbeats_but_not_placements() -> None:
+    env = figure_1()
+    scheduler = env.scheduler
+    key = state_key(scheduler.plan_snapshot(), "opsche")
+    scheduler.pod_changed(replace(pod("web-a", 2000, on="n1"), phase="Running"))
+    assert state_key(scheduler.plan_snapshot(), "opsche") == key
+    scheduler.node_changed(node("n1", unschedulable=True))
+    assert state_key(scheduler.plan_snapshot(), "opsche") != key
+
+
+async def test_a_failed_run_starts_a_cool_down_that_doubles_and_resets_on_success() -> None:
+    env = figure_1()
+    assert await env.run() == "timed_out"
+    assert not env.flow.request("again"), "no run during the cool-down: no eviction churn"
+    first = env.flow.not_before - env.flow.clock()
+    assert 9 < first <= 10
+    env.flow.not_before = 0.0
+    assert await env.run() == "timed_out"
+    assert 19 < env.flow.not_before - env.flow.clock() <= 20
+    env.flow._finish("converged")  # a success resets the doubling
+    assert env.flow.failures_in_a_row == 0
+
+
+async def test_the_failure_trigger_does_not_solve_the_same_state_twice() -> None:
+    env = figure_1(owner=None)  # bare pods: every run ends empty
+    await run_trigger(env.flow)
+    [on_failure] = env.scheduler.on_unschedulable
+    big = pod("big", 4000, owner=None)
+    on_failure(big)
+    await asyncio.wait_for(env.flow.wait(), TIMEOUT)
+    assert env.flow.outcomes == ["empty"]
+    on_failure(big)  # the same cluster: nothing to gain from solving it again
+    assert not env.flow.in_progress
+    env.scheduler.node_changed(node("n3"))  # a new node: a new state, worth a run
+    on_failure(big)
+    assert env.flow.in_progress
+    await asyncio.wait_for(env.flow.wait(), TIMEOUT)
+    assert len(env.flow.outcomes) == 2
+
+
+async def test_a_planned_pod_in_backoff_retries_as_soon_as_the_moved_pod_is_gone() -> None:
+    """The moved replica takes a while to terminate; the big pod tried meanwhile, failed and
+    went to backoff. When the replica is gone, the flow puts it straight back to active."""
+    env = figure_1(plan_timeout_s=5.0)
+    queue = env.scheduler.queue
+    assert env.flow.request("test")
+
+    # Enforcing: evicted, the placements activated and scheduling resumed.
+    await until(lambda: bool(env.evictions.calls) and not env.scheduler.paused)
+    info = queue.pop_nowait()
+    assert info is not None and info.key == "ns/big"
+    info.attempts = 5  # several failed tries: a long backoff
+    queue.requeue_unschedulable(info, {"NodeResourcesFit"}, queue.scheduling_cycle)
+    assert queue.where("ns/big") in ("backoff", "unschedulable")
+    [moved] = env.evictions.calls
+    name = moved.split("/")[1]
+    env.scheduler.pod_deleted(pod(name, 2000, on="n1" if name == "web-a" else "n2"))
+
+    await until(lambda: queue.where("ns/big") == "active", within=2.0)
+    env.flow._finish("converged")
