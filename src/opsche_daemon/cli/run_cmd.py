@@ -35,7 +35,8 @@ def register(commands: Any) -> None:
         "--trigger",
         choices=["scheduling-failure", "periodic", "stable-queue", "none"],
         default=None,
-        help="when to compute cluster-wide plans (default: the config file's, else none)",
+        help="when to compute cluster-wide plans (default: the config file's, else "
+        "scheduling-failure; none turns the optimiser off)",
     )
     run.add_argument(
         "--blocking", action="store_true", help="pause scheduling while a plan is computed"

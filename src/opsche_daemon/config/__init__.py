@@ -53,13 +53,14 @@ class SchedulerConfig:
     weights: Mapping[str, int] = field(default_factory=dict)
     plugin_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metrics_port: int = 10351
-    trigger: str = "none"
+    trigger: str = "scheduling-failure"
     blocking: bool = False
     solver: str = "cpsat"
     solve_time_limit_s: float = 2.0
     period_s: float = 8.0
     stable_window_s: float = 8.0
     plan_timeout_s: float = 4.0
+    failure_cooldown_s: float = 10.0
 
 
 _TOP_KEYS = {
@@ -136,7 +137,7 @@ def _optimiser(data: Mapping[str, Any]) -> dict[str, Any]:
         data,
         "optimiser",
         {"trigger", "blocking", "solver", "solveTimeLimitSeconds", "periodSeconds",
-         "stableWindowSeconds", "planTimeoutSeconds"},
+         "stableWindowSeconds", "planTimeoutSeconds", "failureCooldownSeconds"},
     )  # fmt: skip
     values: dict[str, Any] = {}
     if "trigger" in section:
@@ -158,6 +159,7 @@ def _optimiser(data: Mapping[str, Any]) -> dict[str, Any]:
         ("periodSeconds", "period_s"),
         ("stableWindowSeconds", "stable_window_s"),
         ("planTimeoutSeconds", "plan_timeout_s"),
+        ("failureCooldownSeconds", "failure_cooldown_s"),
     ):
         if key in section:
             value = _number(section, key, "optimiser.", integer=False)
