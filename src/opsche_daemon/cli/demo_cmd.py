@@ -1,7 +1,8 @@
-"""``opsche demo``: the README's first command; brings up the local cluster and shows it.
+"""``opsche demo``: the README's first command. kube-scheduler and opsche, side by side.
 
-It grows with the project: today it starts the real control plane with KWOK nodes and prints the
-nodes as the API server reports them; later it runs opsche beside kube-scheduler on one workload.
+It brings up the local cluster (real kube-apiserver, etcd, kube-controller-manager and
+kube-scheduler, KWOK nodes), runs a fragmented workload under kube-scheduler, then the same
+workload under opsche started with its defaults, and prints what each achieved.
 """
 
 from __future__ import annotations
@@ -9,42 +10,67 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from opsche_daemon.bench.demo import (
+    NAMESPACES,
+    DemoOptions,
+    format_side_by_side,
+    run_demo_workload,
+    run_demo_workload_cleanup,
+    run_opsche_workload,
+    workload_summary,
+)
 from opsche_daemon.cli.cluster_cmd import run_up
-from opsche_daemon.localcluster.api import LocalApi
-from opsche_daemon.localcluster.cluster import MANAGED_LABEL, ClusterSpec
+from opsche_daemon.cli.errors import UserError
+from opsche_daemon.localcluster.api import ApiError, LocalApi
+from opsche_daemon.localcluster.cluster import ClusterSpec
+from opsche_daemon.localcluster.daemon_process import DaemonStartError
 
 __all__ = ["register"]
 
 
 def register(commands: Any) -> None:
     """Add ``demo`` to the top-level parser."""
-    demo = commands.add_parser("demo", help="bring up the local cluster and show it")
-    demo.add_argument("--nodes", type=int, default=8, help="KWOK nodes (default 8)")
+    demo = commands.add_parser(
+        "demo",
+        help="run one fragmented workload under kube-scheduler, then under opsche, and compare",
+    )
+    demo.add_argument("--nodes", type=int, default=8, help="KWOK nodes of 4 cpu (default 8)")
+    demo.add_argument(
+        "--observe",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="how long to keep watching kube-scheduler once it has given up (default 15)",
+    )
     demo.set_defaults(handler=_demo)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    cluster, layout = run_up(None, ClusterSpec(nodes=args.nodes))
+    if not 2 <= args.nodes <= 500:
+        raise UserError(f"--nodes {args.nodes}: the demo needs between 2 and 500 nodes")
+    if args.observe < 0:
+        raise UserError(f"--observe {args.observe}: must not be negative")
+    spec = ClusterSpec(nodes=args.nodes, node_cpu="4", node_memory="16Gi", default_scheduler=True)
+    cluster, layout = run_up(None, spec)
     api = LocalApi(layout.server, layout.pki)
-    version = api.get("/version")
-    nodes = api.get(f"/api/v1/nodes?labelSelector={MANAGED_LABEL}=true")["items"]
-    print(f"\nKubernetes {version.get('gitVersion')} on {layout.server}: {len(nodes)} KWOK node(s)")
-    print(f"{'NODE':<16} {'READY':<6} {'CPU':>5} {'MEMORY':>8} {'PODS':>5}")
-    for node in sorted(nodes, key=lambda n: int(n["metadata"]["name"].rsplit("-", 1)[-1])):
-        allocatable = node["status"].get("allocatable", {})
-        ready = any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in node["status"].get("conditions") or []
-        )
-        print(
-            f"{node['metadata']['name']:<16} {'yes' if ready else 'no':<6} "
-            f"{allocatable.get('cpu', '?'):>5} {allocatable.get('memory', '?'):>8} "
-            f"{allocatable.get('pods', '?'):>5}"
-        )
+    options = DemoOptions(nodes=args.nodes, observe_s=args.observe)
+    try:
+        version = api.get("/version").get("gitVersion")
+        print(f"\nKubernetes {version} on {layout.server}; {workload_summary(args.nodes)}.")
+        print("\n[1/2] kube-scheduler (the cluster's own, default profile and preemption)")
+        baseline = run_demo_workload(api, "kube-scheduler", options, print)
+        print("  freeing the nodes for the second run")
+        run_demo_workload_cleanup(api, options)
+        print("\n[2/2] opsche (opsche run, default configuration)")
+        log = cluster.state_dir / "demo-opsche.log"
+        ours = run_opsche_workload(api, cluster.kubeconfig, log, options, print)
+    except (ApiError, DaemonStartError) as exc:
+        raise UserError(f"demo failed: {exc}") from None
+    print("\n" + format_side_by_side([baseline, ours]))
     print(
-        "\nThe cluster keeps running. Use it with:\n"
+        f"\nThe cluster keeps running, with opsche's result in namespace {NAMESPACES['opsche']}:\n"
         f"  export KUBECONFIG={cluster.kubeconfig}\n"
-        f"  {layout.binary('kubectl')} get nodes,pods -A\n"
+        f"  {layout.binary('kubectl')} get pods -n {NAMESPACES['opsche']} -o wide\n"
         "Stop it with: .venv/bin/opsche cluster down"
     )
-    return 0
+    return 0 if ours.all_placed else 1
