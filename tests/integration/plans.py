@@ -6,21 +6,50 @@ import asyncio
 import time
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
+import pytest
 from kubernetes_asyncio import client
 
 from tests.integration.waiting import wait_for
 
-# The six trigger variants of the issue (and the paper): each trigger, non-blocking and blocking.
+
+class Variant(NamedTuple):
+    """One way to run opsche: a trigger, blocking or not, default preemption on or off."""
+
+    trigger: str
+    blocking: bool
+    preemption: bool
+
+    @property
+    def id(self) -> str:
+        return (
+            f"{self.trigger}-{'blocking' if self.blocking else 'nonblocking'}"
+            f"-{'preemption' if self.preemption else 'no-preemption'}"
+        )
+
+    @property
+    def short(self) -> str:
+        """A namespace-friendly name, e.g. ``sf-b-np``."""
+        initials = "".join(word[0] for word in self.trigger.split("-"))
+        return f"{initials}-{'b' if self.blocking else 'nb'}-{'p' if self.preemption else 'np'}"
+
+    def args(self, config_file: Path) -> list[str]:
+        """``opsche run`` arguments for this variant."""
+        args = ["--config", str(config_file), "--trigger", self.trigger]
+        args += ["--blocking"] if self.blocking else []
+        return args + ([] if self.preemption else ["--no-preemption"])
+
+
+# The issue's six trigger variants (each trigger, non-blocking and blocking), each with default
+# preemption on and off: the paper's ablation.
 VARIANTS = [
-    ("scheduling-failure", False),
-    ("scheduling-failure", True),
-    ("periodic", False),
-    ("periodic", True),
-    ("stable-queue", False),
-    ("stable-queue", True),
+    Variant(trigger, blocking, preemption)
+    for trigger in ("scheduling-failure", "periodic", "stable-queue")
+    for blocking in (False, True)
+    for preemption in (True, False)
 ]
-VARIANT_IDS = [f"{t}-{'blocking' if b else 'nonblocking'}" for t, b in VARIANTS]
+variants = pytest.mark.parametrize("variant", VARIANTS, ids=[v.id for v in VARIANTS])
 # Short periods so the periodic and stable-queue variants act within seconds.
 FAST_TRIGGERS = (
     "optimiser:\n  periodSeconds: 2\n  stableWindowSeconds: 1\n  solveTimeLimitSeconds: 1\n"
@@ -31,18 +60,6 @@ def write_config(path: Path, plan_timeout_s: float = 20.0) -> Path:
     """An opsche config with fast triggers and the given plan timeout."""
     path.write_text(FAST_TRIGGERS + f"  planTimeoutSeconds: {plan_timeout_s}\n")
     return path
-
-
-def daemon_args(config_file: Path, trigger: str, blocking: bool, *extra: str) -> list[str]:
-    """``opsche run`` arguments for one variant."""
-    args = ["--config", str(config_file), "--trigger", trigger, *extra]
-    return [*args, "--blocking"] if blocking else args
-
-
-def short(trigger: str, blocking: bool) -> str:
-    """A namespace-friendly name for a variant, e.g. ``sf-b``."""
-    initials = "".join(word[0] for word in trigger.split("-"))
-    return f"{initials}-{'b' if blocking else 'nb'}"
 
 
 def container(cpu: str) -> client.V1Container:
@@ -123,16 +140,25 @@ async def create_namespace(core: client.CoreV1Api, namespace: str) -> None:
     await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
 
 
-async def delete_namespace(core: client.CoreV1Api, namespace: str) -> None:
-    """Delete and wait until it is gone: small nodes must be empty for the next test."""
-    await core.delete_namespace(namespace)
+async def delete_namespace(api: client.ApiClient, namespace: str) -> None:
+    """Empty the namespace at once and delete it; return when its pods are gone.
+
+    Small nodes must be empty for the next test, and the namespace controller takes seconds to
+    finish a namespace; so the ReplicaSets go first (nothing is recreated), then the pods with
+    no grace period, and only the pods are waited for.
+    """
+    core = client.CoreV1Api(api)
+    apps = client.AppsV1Api(api)
+    await apps.delete_collection_namespaced_replica_set(namespace)
+    await core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
     await wait_for(
-        core.list_namespace,
-        None,
-        lambda namespaces: namespace not in namespaces,
+        core.list_namespaced_pod,
+        namespace,
+        lambda pods: not pods,
         within=90,
-        what=f"namespace {namespace} to be deleted",
+        what=f"the pods of namespace {namespace} to be deleted",
     )
+    await core.delete_namespace(namespace)
 
 
 async def metric_at_least(port: int, series: str, value: float, within: float = 30.0) -> float:

@@ -5,7 +5,8 @@ The paper's Figure 1: two nodes of 4 cpu; a ReplicaSet of two 2-cpu pods lands o
 it, but moving one replica next to the other frees a whole node. kube-scheduler would leave it
 pending forever; opsche's plan moves exactly one pod and places it. Around it: pods without a
 controller, a plan that cannot converge in time, a burst during enforcement, and a plan made
-stale between solve and validation. Every test runs for the six trigger variants.
+stale between solve and validation. Every test runs for the six trigger variants, each with
+default preemption on and off.
 """
 
 from __future__ import annotations
@@ -24,24 +25,21 @@ from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
 from opsche_daemon.localcluster.daemon_process import DaemonProcess, running_opsche
 from opsche_daemon.localcluster.versions import load_versions
 from tests.integration.plans import (
-    VARIANT_IDS,
-    VARIANTS,
+    Variant,
     bare_pod,
     create_namespace,
     create_replicaset,
-    daemon_args,
     delete_namespace,
     metric_at_least,
     metric_lines,
     metric_value,
     scrape,
-    short,
+    variants,
     write_config,
 )
 from tests.integration.waiting import Objects, running, wait_for, wait_for_pods
 
 NODES = ("kwok-node-0", "kwok-node-1")
-variants = pytest.mark.parametrize(("trigger", "blocking"), VARIANTS, ids=VARIANT_IDS)
 
 
 @pytest.fixture(scope="module")
@@ -113,23 +111,19 @@ def alive(daemon: DaemonProcess) -> None:
 
 
 # ---------------------------------------------------------------------- Figure 1
-@pytest.mark.parametrize("preemption", [True, False], ids=["preemption", "no-preemption"])
 @variants
 async def test_figure_1_one_move_places_the_pending_pod(
     two_nodes: tuple[LocalCluster, Path],
     api: client.ApiClient,
     tmp_path: Path,
-    trigger: str,
-    blocking: bool,
-    preemption: bool,
+    variant: Variant,
 ) -> None:
     """With default preemption on and off: the paper's ablation."""
     cluster, config_file = two_nodes
-    namespace = f"fig1-{short(trigger, blocking)}-{'p' if preemption else 'np'}"
+    namespace = f"fig1-{variant.short}"
     core = client.CoreV1Api(api)
     await create_namespace(core, namespace)
-    extra = () if preemption else ("--no-preemption",)
-    args = daemon_args(config_file, trigger, blocking, *extra)
+    args = variant.args(config_file)
     with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
         before = await figure_1(api, namespace)
         moved = await big_running_after_one_move(api, namespace, before)
@@ -144,7 +138,7 @@ async def test_figure_1_one_move_places_the_pending_pod(
         assert "moved by plan" in moved_events[0].message
         assert await metric_lines(daemon.port, 'opsche_plan_outcomes_total{outcome="converged"}')
         alive(daemon)
-    await delete_namespace(core, namespace)
+    await delete_namespace(api, namespace)
 
 
 # ---------------------------------------------------------------------- pods without a controller
@@ -153,15 +147,14 @@ async def test_pods_without_a_controller_are_never_moved(
     two_nodes: tuple[LocalCluster, Path],
     api: client.ApiClient,
     tmp_path: Path,
-    trigger: str,
-    blocking: bool,
+    variant: Variant,
 ) -> None:
     """Figure 1 with bare pods: the only fix would move one, so there is no plan at all."""
     cluster, config_file = two_nodes
-    namespace = f"bare-{short(trigger, blocking)}"
+    namespace = f"bare-{variant.short}"
     core = client.CoreV1Api(api)
     await create_namespace(core, namespace)
-    args = daemon_args(config_file, trigger, blocking)
+    args = variant.args(config_file)
     with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
         for i in range(2):
             await core.create_namespaced_pod(namespace, bare_pod(f"bare-{i}", "2"))
@@ -170,7 +163,7 @@ async def test_pods_without_a_controller_are_never_moved(
         )
         await core.create_namespaced_pod(namespace, bare_pod("big", "4"))
         # The trigger starts a run, and the run must end without a plan (nothing may move).
-        series = f'opsche_solver_runs_total{{result="empty",trigger="{trigger}"}}'
+        series = f'opsche_solver_runs_total{{result="empty",trigger="{variant.trigger}"}}'
         assert await metric_lines(daemon.port, series), daemon.log_tail()
         pods = {p.metadata.name: p for p in (await core.list_namespaced_pod(namespace)).items}
         for name, pod in before.items():
@@ -179,7 +172,7 @@ async def test_pods_without_a_controller_are_never_moved(
         assert not pods["big"].spec.node_name
         assert metric_value(await scrape(daemon.port), "opsche_plan_activations_total") == 0
         alive(daemon)
-    await delete_namespace(core, namespace)
+    await delete_namespace(api, namespace)
 
 
 # ---------------------------------------------------------------------- timeout
@@ -188,17 +181,16 @@ async def test_a_plan_that_cannot_converge_in_time_releases_every_held_pod(
     two_nodes: tuple[LocalCluster, Path],
     api: client.ApiClient,
     tmp_path: Path,
-    trigger: str,
-    blocking: bool,
+    variant: Variant,
 ) -> None:
     """A plan timeout shorter than a replacement takes to appear: the run times out and
     tears down, the held-pod gauge returns to 0, and scheduling carries on."""
     cluster, _ = two_nodes
-    namespace = f"timeout-{short(trigger, blocking)}"
+    namespace = f"timeout-{variant.short}"
     core = client.CoreV1Api(api)
     await create_namespace(core, namespace)
     config_file = write_config(tmp_path / "fast-timeout.yaml", plan_timeout_s=0.3)
-    args = daemon_args(config_file, trigger, blocking)
+    args = variant.args(config_file)
     with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
         await figure_1(api, namespace)
         timed_out = 'opsche_plan_outcomes_total{outcome="timed_out"}'
@@ -216,7 +208,7 @@ async def test_a_plan_that_cannot_converge_in_time_releases_every_held_pod(
         text = await scrape(daemon.port)
         assert metric_value(text, "opsche_plan_activations_total") == 1
         alive(daemon)
-    await delete_namespace(core, namespace)
+    await delete_namespace(api, namespace)
 
 
 # ---------------------------------------------------------------------- burst
@@ -225,8 +217,7 @@ async def test_a_burst_during_enforcement_never_overcommits_a_node(
     two_nodes: tuple[LocalCluster, Path],
     api: client.ApiClient,
     tmp_path: Path,
-    trigger: str,
-    blocking: bool,
+    variant: Variant,
 ) -> None:
     """Figure 1 with a burst of ten unrelated 100m pods arriving as the plan is computed and
     enforced. A watch checks every node's bound requests against its capacity on every pod
@@ -234,7 +225,7 @@ async def test_a_burst_during_enforcement_never_overcommits_a_node(
     so all thirteen pods must end up running, whatever the burst did meanwhile.
     """
     cluster, config_file = two_nodes
-    namespace = f"burst-{short(trigger, blocking)}"
+    namespace = f"burst-{variant.short}"
     core = client.CoreV1Api(api)
     await create_namespace(core, namespace)
     violations: list[str] = []
@@ -256,7 +247,7 @@ async def test_a_burst_during_enforcement_never_overcommits_a_node(
     watcher = asyncio.create_task(
         wait_for_pods(api, namespace, never_overcommitted, within=300, what="(watching)")
     )
-    args = daemon_args(config_file, trigger, blocking)
+    args = variant.args(config_file)
     try:
         with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
             await figure_1(api, namespace, small_cpu="1500m")
@@ -276,7 +267,7 @@ async def test_a_burst_during_enforcement_never_overcommits_a_node(
             await watcher
     assert checks[0] > 13, "the watch saw every pod arrive and change"
     assert violations == []
-    await delete_namespace(core, namespace)
+    await delete_namespace(api, namespace)
 
 
 # ---------------------------------------------------------------------- stale plan
@@ -285,8 +276,7 @@ async def test_a_plan_made_stale_by_a_concurrent_change_is_discarded_not_applied
     two_nodes: tuple[LocalCluster, Path],
     api: client.ApiClient,
     tmp_path: Path,
-    trigger: str,
-    blocking: bool,
+    variant: Variant,
 ) -> None:
     """Figure 1, with the daemon held (by a failpoint) between solve and validation while a
     2-cpu pod is bound straight onto kwok-node-0, as a kubelet's static pod or another
@@ -295,12 +285,12 @@ async def test_a_plan_made_stale_by_a_concurrent_change_is_discarded_not_applied
     plan places the pod.
     """
     cluster, config_file = two_nodes
-    namespace = f"stale-{short(trigger, blocking)}"
+    namespace = f"stale-{variant.short}"
     core = client.CoreV1Api(api)
     await create_namespace(core, namespace)
     failpoint = tmp_path / "failpoint"
     env = {FAILPOINTS: f"before-validate=pause:{failpoint}"}
-    args = daemon_args(config_file, trigger, blocking)
+    args = variant.args(config_file)
     # The replicas are placed first, by a daemon without the failpoint: no run but the one
     # for the big pod may reach it.
     with running_opsche(cluster.kubeconfig, tmp_path / "setup.log", args):
@@ -315,7 +305,7 @@ async def test_a_plan_made_stale_by_a_concurrent_change_is_discarded_not_applied
         # with the plan, not later than its validation.
         assert await metric_at_least(daemon.port, pods_series, cached + 1) >= cached + 1
         (failpoint / "release").touch()
-        invalid = f'opsche_solver_runs_total{{result="invalid",trigger="{trigger}"}}'
+        invalid = f'opsche_solver_runs_total{{result="invalid",trigger="{variant.trigger}"}}'
         assert await metric_lines(daemon.port, invalid), daemon.log_tail()
         text = await scrape(daemon.port)
         assert metric_value(text, "opsche_plan_activations_total") == 0
@@ -330,4 +320,4 @@ async def test_a_plan_made_stale_by_a_concurrent_change_is_discarded_not_applied
         await core.delete_namespaced_pod("intruder", namespace, grace_period_seconds=0)
         await big_running_after_one_move(api, namespace, before)
         alive(daemon)
-    await delete_namespace(core, namespace)
+    await delete_namespace(api, namespace)

@@ -4,8 +4,8 @@ Four nodes of 4 cpu. Four 2-cpu replicas spread one per node (both schedulers sp
 2 cpu is free on every node, 8 in all. Two 4-cpu pods then fit nowhere. Preemption cannot help
 (equal priority), so kube-scheduler reports them unschedulable and leaves them pending; opsche's
 plan pairs the small replicas, freeing two nodes with the fewest moves (2), for every trigger
-variant. Both run on the same real cluster; kube-scheduler is the one built from the pinned
-Kubernetes sources.
+variant, with default preemption on and off. Both run on the same real cluster; kube-scheduler
+is the one built from the pinned Kubernetes sources.
 """
 
 from __future__ import annotations
@@ -20,14 +20,12 @@ from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
 from opsche_daemon.localcluster.daemon_process import running_opsche
 from opsche_daemon.localcluster.versions import load_versions
 from tests.integration.plans import (
-    VARIANT_IDS,
-    VARIANTS,
+    Variant,
     create_namespace,
     create_replicaset,
-    daemon_args,
     delete_namespace,
     metric_lines,
-    short,
+    variants,
     write_config,
 )
 from tests.integration.waiting import Objects, running, wait_for, wait_for_pods
@@ -101,22 +99,21 @@ async def test_kube_scheduler_leaves_the_big_pods_pending(
     message = next(e.message for e in events.values() if e.reason == "FailedScheduling")
     assert "0/4 nodes are available: 4 Insufficient cpu" in message
     assert "No preemption victims found" in message, message
-    await delete_namespace(core, namespace)
+    await delete_namespace(api, namespace)
 
 
-@pytest.mark.parametrize(("trigger", "blocking"), VARIANTS, ids=VARIANT_IDS)
+@variants
 async def test_opsche_places_every_pod_with_the_fewest_moves(
     four_nodes: tuple[LocalCluster, Path],
     api: client.ApiClient,
     tmp_path: Path,
-    trigger: str,
-    blocking: bool,
+    variant: Variant,
 ) -> None:
     cluster, config_file = four_nodes
-    namespace = f"fragmented-{short(trigger, blocking)}"
+    namespace = f"fragmented-{variant.short}"
     core = client.CoreV1Api(api)
     await create_namespace(core, namespace)
-    args = daemon_args(config_file, trigger, blocking)
+    args = variant.args(config_file)
     with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
         before = await fragment(api, namespace, "opsche")
         after = await wait_for_pods(
@@ -135,4 +132,4 @@ async def test_opsche_places_every_pod_with_the_fewest_moves(
         assert all(used <= 4 for used in per_node.values()), per_node
         assert await metric_lines(daemon.port, 'opsche_plan_outcomes_total{outcome="converged"}')
         assert daemon.process.poll() is None, daemon.log_tail()
-    await delete_namespace(core, namespace)
+    await delete_namespace(api, namespace)
