@@ -24,9 +24,9 @@ __all__ = [
     "NAMESPACES",
     "DemoOptions",
     "Outcome",
+    "clear_demo_namespaces",
     "format_side_by_side",
     "run_demo_workload",
-    "run_demo_workload_cleanup",
     "run_opsche_workload",
     "workload_summary",
 ]
@@ -110,8 +110,7 @@ class _Namespace:
     def create(self, body: dict[str, Any]) -> None:
         self.api.request("POST", f"/apis/apps/v1/namespaces/{self.name}/replicasets", body)
 
-    def recreate(self, within_s: float) -> None:
-        self.delete(within_s)
+    def create_namespace(self) -> None:
         self.api.request("POST", "/api/v1/namespaces", {"metadata": {"name": self.name}})
 
     def delete(self, within_s: float) -> None:
@@ -192,7 +191,7 @@ def run_demo_workload(
 ) -> Outcome:
     """Create the workload for ``scheduler`` and wait for its final state."""
     ns = _Namespace(api, NAMESPACES[scheduler])
-    ns.recreate(options.within_s)
+    ns.create_namespace()
     replicas = _place_replicas(ns, scheduler, options, out)
     big = options.nodes // 2
     ns.create(_replicaset("big", big, "4", SCHEDULER_NAMES[scheduler]))
@@ -248,9 +247,13 @@ def _plans_note(port: int, moved_events: int) -> str:
     )
 
 
-def run_demo_workload_cleanup(api: LocalApi, options: DemoOptions) -> None:
-    """Delete kube-scheduler's namespace and wait until its pods are gone."""
-    _Namespace(api, NAMESPACES["kube-scheduler"]).delete(options.within_s)
+def clear_demo_namespaces(api: LocalApi, options: DemoOptions, schedulers: tuple[str, ...]) -> None:
+    """Delete the demo namespaces of ``schedulers`` and wait until they are gone.
+
+    The nodes are small: a previous run's pods (or the first scheduler's) would leave no room.
+    """
+    for scheduler in schedulers:
+        _Namespace(api, NAMESPACES[scheduler]).delete(options.within_s)
 
 
 def run_opsche_workload(

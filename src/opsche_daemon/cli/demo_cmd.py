@@ -13,9 +13,9 @@ from typing import Any
 from opsche_daemon.bench.demo import (
     NAMESPACES,
     DemoOptions,
+    clear_demo_namespaces,
     format_side_by_side,
     run_demo_workload,
-    run_demo_workload_cleanup,
     run_opsche_workload,
     workload_summary,
 )
@@ -57,10 +57,11 @@ def _demo(args: argparse.Namespace) -> int:
     try:
         version = api.get("/version").get("gitVersion")
         print(f"\nKubernetes {version} on {layout.server}; {workload_summary(args.nodes)}.")
+        clear_demo_namespaces(api, options, ("kube-scheduler", "opsche"))  # an earlier run's
         print("\n[1/2] kube-scheduler (the cluster's own, default profile and preemption)")
         baseline = run_demo_workload(api, "kube-scheduler", options, print)
         print("  freeing the nodes for the second run")
-        run_demo_workload_cleanup(api, options)
+        clear_demo_namespaces(api, options, ("kube-scheduler",))
         print("\n[2/2] opsche (opsche run, default configuration)")
         log = cluster.state_dir / "demo-opsche.log"
         ours = run_opsche_workload(api, cluster.kubeconfig, log, options, print)
