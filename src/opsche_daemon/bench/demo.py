@@ -28,6 +28,7 @@ __all__ = [
     "format_side_by_side",
     "run_demo_workload",
     "run_opsche_workload",
+    "summarise_plans",
     "workload_summary",
 ]
 
@@ -234,16 +235,28 @@ def _plans_note(port: int, moved_events: int) -> str:
             text = response.read().decode()
     except OSError as exc:
         return f"(metrics unavailable: {exc})"
-    samples = {
-        line.split(" ")[0]: float(line.split(" ")[-1])
-        for line in text.splitlines()
-        if line.startswith("opsche_")
-    }
-    runs = sum(v for k, v in samples.items() if k.startswith("opsche_solver_runs_total{"))
-    converged = samples.get('opsche_plan_outcomes_total{outcome="converged"}', 0.0)
+    return summarise_plans(text, moved_events)
+
+
+def summarise_plans(metrics_text: str, moved_events: int) -> str:
+    """Solver runs by result and plan outcomes, from a /metrics scrape."""
+    runs: dict[str, float] = {}
+    outcomes: dict[str, float] = {}
+    for line in metrics_text.splitlines():
+        for prefix, label, into in (
+            ("opsche_solver_runs_total{", "result", runs),
+            ("opsche_plan_outcomes_total{", "outcome", outcomes),
+        ):
+            if line.startswith(prefix):
+                value = line.partition(f'{label}="')[2].partition('"')[0]
+                into[value] = into.get(value, 0.0) + float(line.split()[-1])
+
+    def listing(counts: dict[str, float]) -> str:
+        return ", ".join(f"{n:.0f} {name}" for name, n in sorted(counts.items()) if n) or "none"
+
     return (
-        f"{runs:.0f} solver run(s), {converged:.0f} plan(s) converged; {moved_events} "
-        "OpscheMoved event(s) name the plan that moved each replica"
+        f"solver runs: {listing(runs)}; plans: {listing(outcomes)}; {moved_events} OpscheMoved "
+        "event(s) name the plan that moved each replica"
     )
 
 

@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from opsche_daemon.bench.demo import Outcome, _count, format_side_by_side, workload_summary
+from opsche_daemon.bench.demo import (
+    Outcome,
+    _count,
+    format_side_by_side,
+    summarise_plans,
+    workload_summary,
+)
 from opsche_daemon.cli.main import main
 
 
@@ -58,3 +64,21 @@ def test_the_table_puts_both_schedulers_side_by_side() -> None:
     assert lines[4].split() == ["all", "placed", "after", "never", "7.7", "s"]
     assert "kube-scheduler: 0/8 nodes are available" in table
     assert workload_summary(8).endswith("then 4 pods of 4 cpu")
+
+
+def test_the_plans_note_counts_runs_by_result_and_plans_by_outcome() -> None:
+    scrape = "\n".join(
+        [
+            "# HELP opsche_solver_runs_total Optimiser runs.",
+            'opsche_solver_runs_total{result="plan",trigger="scheduling-failure"} 1.0',
+            'opsche_solver_runs_total{result="nothing_pending",trigger="scheduling-failure"} 1.0',
+            'opsche_solver_runs_total{result="empty",trigger="periodic"} 0.0',
+            'opsche_plan_outcomes_total{outcome="converged"} 1.0',
+            "opsche_plan_activations_total 1.0",
+        ]
+    )
+    assert summarise_plans(scrape, 4) == (
+        "solver runs: 1 nothing_pending, 1 plan; plans: 1 converged; 4 OpscheMoved event(s) "
+        "name the plan that moved each replica"
+    )
+    assert summarise_plans("", 0).startswith("solver runs: none; plans: none;")
