@@ -1,16 +1,22 @@
-"""What the plan end-to-end tests share: the trigger variants, workloads, metrics and cleanup."""
+"""What the plan end-to-end tests share: clusters, trigger variants, workloads, metrics, cleanup."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import urllib.request
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
 from kubernetes_asyncio import client
 
+from opsche_daemon.kube.client import api_client
+from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
+from opsche_daemon.localcluster.daemon_process import DaemonProcess, running_opsche
+from opsche_daemon.localcluster.versions import load_versions
 from tests.integration.waiting import wait_for
 
 
@@ -169,3 +175,46 @@ async def metric_at_least(port: int, series: str, value: float, within: float = 
         await asyncio.sleep(0.1)  # a metrics endpoint has no watch: poll it, bounded
         seen = metric_value(await scrape(port), series)
     return seen
+
+
+def module_cluster(
+    tmp_path_factory: pytest.TempPathFactory, name: str, nodes: int, *, default_scheduler: bool
+) -> Iterator[tuple[LocalCluster, Path]]:
+    """A test module's own cluster of ``nodes`` nodes of 4 cpu, and an opsche config with fast
+    triggers; for a module-scoped fixture to ``yield from``."""
+    root = tmp_path_factory.mktemp(name)
+    cluster = LocalCluster(
+        root / "cluster", load_versions(), out=lambda line: print(line, flush=True)
+    )
+    spec = ClusterSpec(
+        nodes=nodes, node_cpu="4", node_memory="16Gi", default_scheduler=default_scheduler
+    )
+    try:
+        cluster.up(spec)
+        yield cluster, write_config(root / "opsche.yaml")
+    finally:
+        cluster.down()
+
+
+async def cluster_api(cluster: LocalCluster) -> AsyncIterator[client.ApiClient]:
+    """A kubernetes-asyncio client on ``cluster``, made as the daemon makes its own."""
+    async with await api_client(cluster.kubeconfig) as api:
+        yield api
+
+
+@contextlib.asynccontextmanager
+async def scenario(
+    api: client.ApiClient,
+    cluster: LocalCluster,
+    namespace: str,
+    args: list[str],
+    log: Path,
+    env: Mapping[str, str] | None = None,
+) -> AsyncIterator[DaemonProcess]:
+    """One test's namespace and ``opsche run``. If the test passes, the daemon must still be
+    alive at the end, and the namespace is emptied for the next test."""
+    await create_namespace(client.CoreV1Api(api), namespace)
+    with running_opsche(cluster.kubeconfig, log, args, env=env) as daemon:
+        yield daemon
+        assert daemon.process.poll() is None, daemon.log_tail()
+    await delete_namespace(api, namespace)

@@ -17,22 +17,24 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 
 from opsche_daemon.daemon.failpoints import ENV as FAILPOINTS
 from opsche_daemon.daemon.failpoints import wait_for_file
-from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
-from opsche_daemon.localcluster.daemon_process import DaemonProcess, running_opsche
-from opsche_daemon.localcluster.versions import load_versions
+from opsche_daemon.localcluster.cluster import LocalCluster
+from opsche_daemon.localcluster.daemon_process import running_opsche
 from tests.integration.plans import (
     Variant,
     bare_pod,
+    cluster_api,
     create_namespace,
     create_replicaset,
     delete_namespace,
     metric_at_least,
     metric_lines,
     metric_value,
+    module_cluster,
+    scenario,
     scrape,
     variants,
     write_config,
@@ -44,24 +46,12 @@ NODES = ("kwok-node-0", "kwok-node-1")
 
 @pytest.fixture(scope="module")
 def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCluster, Path]]:
-    root = tmp_path_factory.mktemp("plans")
-    cluster = LocalCluster(
-        root / "cluster", load_versions(), out=lambda line: print(line, flush=True)
-    )
-    try:
-        cluster.up(ClusterSpec(nodes=2, node_cpu="4", node_memory="16Gi", default_scheduler=False))
-        yield cluster, write_config(root / "opsche.yaml")
-    finally:
-        cluster.down()
+    yield from module_cluster(tmp_path_factory, "plans", 2, default_scheduler=False)
 
 
 @pytest.fixture(scope="module")
 async def api(two_nodes: tuple[LocalCluster, Path]) -> AsyncIterator[client.ApiClient]:
-    configuration = client.Configuration()
-    await config.load_kube_config(
-        config_file=str(two_nodes[0].kubeconfig), client_configuration=configuration
-    )
-    async with client.ApiClient(configuration) as api_client:
+    async for api_client in cluster_api(two_nodes[0]):
         yield api_client
 
 
@@ -106,10 +96,6 @@ async def big_running_after_one_move(
     return moved
 
 
-def alive(daemon: DaemonProcess) -> None:
-    assert daemon.process.poll() is None, daemon.log_tail()
-
-
 # ---------------------------------------------------------------------- Figure 1
 @variants
 async def test_figure_1_one_move_places_the_pending_pod(
@@ -122,9 +108,8 @@ async def test_figure_1_one_move_places_the_pending_pod(
     cluster, config_file = two_nodes
     namespace = f"fig1-{variant.short}"
     core = client.CoreV1Api(api)
-    await create_namespace(core, namespace)
     args = variant.args(config_file)
-    with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
+    async with scenario(api, cluster, namespace, args, tmp_path / "opsche.log") as daemon:
         before = await figure_1(api, namespace)
         moved = await big_running_after_one_move(api, namespace, before)
         events = await wait_for(
@@ -137,8 +122,6 @@ async def test_figure_1_one_move_places_the_pending_pod(
         assert [e.involved_object.name for e in moved_events] == moved
         assert "moved by plan" in moved_events[0].message
         assert await metric_lines(daemon.port, 'opsche_plan_outcomes_total{outcome="converged"}')
-        alive(daemon)
-    await delete_namespace(api, namespace)
 
 
 # ---------------------------------------------------------------------- pods without a controller
@@ -153,9 +136,8 @@ async def test_pods_without_a_controller_are_never_moved(
     cluster, config_file = two_nodes
     namespace = f"bare-{variant.short}"
     core = client.CoreV1Api(api)
-    await create_namespace(core, namespace)
     args = variant.args(config_file)
-    with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
+    async with scenario(api, cluster, namespace, args, tmp_path / "opsche.log") as daemon:
         for i in range(2):
             await core.create_namespaced_pod(namespace, bare_pod(f"bare-{i}", "2"))
         before = await wait_for_pods(
@@ -171,8 +153,6 @@ async def test_pods_without_a_controller_are_never_moved(
             assert pods[name].spec.node_name == pod.spec.node_name
         assert not pods["big"].spec.node_name
         assert metric_value(await scrape(daemon.port), "opsche_plan_activations_total") == 0
-        alive(daemon)
-    await delete_namespace(api, namespace)
 
 
 # ---------------------------------------------------------------------- timeout
@@ -187,11 +167,9 @@ async def test_a_plan_that_cannot_converge_in_time_releases_every_held_pod(
     tears down, the held-pod gauge returns to 0, and scheduling carries on."""
     cluster, _ = two_nodes
     namespace = f"timeout-{variant.short}"
-    core = client.CoreV1Api(api)
-    await create_namespace(core, namespace)
     config_file = write_config(tmp_path / "fast-timeout.yaml", plan_timeout_s=0.3)
     args = variant.args(config_file)
-    with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
+    async with scenario(api, cluster, namespace, args, tmp_path / "opsche.log") as daemon:
         await figure_1(api, namespace)
         timed_out = 'opsche_plan_outcomes_total{outcome="timed_out"}'
         assert await metric_lines(daemon.port, timed_out), daemon.log_tail()
@@ -207,8 +185,6 @@ async def test_a_plan_that_cannot_converge_in_time_releases_every_held_pod(
         # The failed plan's cool-down: no second plan evicts again right away.
         text = await scrape(daemon.port)
         assert metric_value(text, "opsche_plan_activations_total") == 1
-        alive(daemon)
-    await delete_namespace(api, namespace)
 
 
 # ---------------------------------------------------------------------- burst
@@ -226,8 +202,6 @@ async def test_a_burst_during_enforcement_never_overcommits_a_node(
     """
     cluster, config_file = two_nodes
     namespace = f"burst-{variant.short}"
-    core = client.CoreV1Api(api)
-    await create_namespace(core, namespace)
     violations: list[str] = []
     checks = [0]
 
@@ -244,12 +218,13 @@ async def test_a_burst_during_enforcement_never_overcommits_a_node(
         violations.extend(f"{n}: {cpu}m > 4000m" for n, cpu in used.items() if cpu > 4000)
         return False  # keep watching until cancelled
 
-    watcher = asyncio.create_task(
-        wait_for_pods(api, namespace, never_overcommitted, within=300, what="(watching)")
-    )
     args = variant.args(config_file)
-    try:
-        with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
+    async with scenario(api, cluster, namespace, args, tmp_path / "opsche.log") as daemon:
+        # Watching before the first pod exists: every bind and change is checked.
+        watcher = asyncio.create_task(
+            wait_for_pods(api, namespace, never_overcommitted, within=300, what="(watching)")
+        )
+        try:
             await figure_1(api, namespace, small_cpu="1500m")
             await create_replicaset(api, namespace, "burst", 10, "100m")
             await wait_for_pods(
@@ -260,14 +235,12 @@ async def test_a_burst_during_enforcement_never_overcommits_a_node(
                 what="the big pod, both replicas and the burst running",
             )
             assert await metric_lines(daemon.port, "opsche_plan_activations_total")
-            alive(daemon)
-    finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError, AssertionError):
-            await watcher
-    assert checks[0] > 13, "the watch saw every pod arrive and change"
-    assert violations == []
-    await delete_namespace(api, namespace)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, AssertionError):
+                await watcher
+        assert checks[0] > 13, "the watch saw every pod arrive and change"
+        assert violations == []
 
 
 # ---------------------------------------------------------------------- stale plan
@@ -319,5 +292,5 @@ async def test_a_plan_made_stale_by_a_concurrent_change_is_discarded_not_applied
         # The intruder leaves; the next run's plan is valid and places the pod.
         await core.delete_namespaced_pod("intruder", namespace, grace_period_seconds=0)
         await big_running_after_one_move(api, namespace, before)
-        alive(daemon)
+        assert daemon.process.poll() is None, daemon.log_tail()
     await delete_namespace(api, namespace)

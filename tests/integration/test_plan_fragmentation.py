@@ -14,43 +14,31 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 
-from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
-from opsche_daemon.localcluster.daemon_process import running_opsche
-from opsche_daemon.localcluster.versions import load_versions
+from opsche_daemon.localcluster.cluster import LocalCluster
 from tests.integration.plans import (
     Variant,
+    cluster_api,
     create_namespace,
     create_replicaset,
     delete_namespace,
     metric_lines,
+    module_cluster,
+    scenario,
     variants,
-    write_config,
 )
 from tests.integration.waiting import Objects, running, wait_for, wait_for_pods
 
 
 @pytest.fixture(scope="module")
 def four_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCluster, Path]]:
-    root = tmp_path_factory.mktemp("fragmented")
-    cluster = LocalCluster(
-        root / "cluster", load_versions(), out=lambda line: print(line, flush=True)
-    )
-    try:
-        cluster.up(ClusterSpec(nodes=4, node_cpu="4", node_memory="16Gi", default_scheduler=True))
-        yield cluster, write_config(root / "opsche.yaml")
-    finally:
-        cluster.down()
+    yield from module_cluster(tmp_path_factory, "fragmented", 4, default_scheduler=True)
 
 
 @pytest.fixture(scope="module")
 async def api(four_nodes: tuple[LocalCluster, Path]) -> AsyncIterator[client.ApiClient]:
-    configuration = client.Configuration()
-    await config.load_kube_config(
-        config_file=str(four_nodes[0].kubeconfig), client_configuration=configuration
-    )
-    async with client.ApiClient(configuration) as api_client:
+    async for api_client in cluster_api(four_nodes[0]):
         yield api_client
 
 
@@ -111,10 +99,8 @@ async def test_opsche_places_every_pod_with_the_fewest_moves(
 ) -> None:
     cluster, config_file = four_nodes
     namespace = f"fragmented-{variant.short}"
-    core = client.CoreV1Api(api)
-    await create_namespace(core, namespace)
     args = variant.args(config_file)
-    with running_opsche(cluster.kubeconfig, tmp_path / "opsche.log", args) as daemon:
+    async with scenario(api, cluster, namespace, args, tmp_path / "opsche.log") as daemon:
         before = await fragment(api, namespace, "opsche")
         after = await wait_for_pods(
             api,
@@ -131,5 +117,3 @@ async def test_opsche_places_every_pod_with_the_fewest_moves(
             per_node[pod.spec.node_name] = per_node.get(pod.spec.node_name, 0) + cpu
         assert all(used <= 4 for used in per_node.values()), per_node
         assert await metric_lines(daemon.port, 'opsche_plan_outcomes_total{outcome="converged"}')
-        assert daemon.process.poll() is None, daemon.log_tail()
-    await delete_namespace(api, namespace)

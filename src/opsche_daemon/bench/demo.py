@@ -32,7 +32,7 @@ __all__ = [
     "workload_summary",
 ]
 
-Printer = Callable[[str], None]
+Printer = Callable[[str], None]  # as bench.throughput's; not imported, that pulls in the client
 NAMESPACES = {"kube-scheduler": "demo-kube-scheduler", "opsche": "demo-opsche"}
 SCHEDULER_NAMES = {"kube-scheduler": "default-scheduler", "opsche": "opsche"}
 _POLL_S = 0.5

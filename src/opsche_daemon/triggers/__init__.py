@@ -181,7 +181,7 @@ class OptimizationFlow:
             log.exception("optimisation run failed", trigger=trigger)
             self._finish("error")
 
-    async def _enforce(self, plan: Plan, fresh: Any, trigger: str) -> None:
+    async def _enforce(self, plan: Plan, fresh: Snapshot, trigger: str) -> None:
         if not self.settings.blocking:
             self.scheduler.pause()
         active = self.state.install(plan, fresh)
@@ -207,6 +207,7 @@ class OptimizationFlow:
             e.key: f"evicted by plan {active.plan_id} to place higher-priority pod(s)"
             for e in plan.evictions
         }
+        evicted = {e.key for e in plan.evictions}
         for key, note in why.items():
             pod = running[key]
             result = await self.evict(pod)
@@ -215,7 +216,7 @@ class OptimizationFlow:
                 log.info("plan eviction refused; aborting plan", pod=key, outcome=outcome)
                 self._finish("eviction_refused")
                 return
-            moved = key not in {e.key for e in plan.evictions}
+            moved = key not in evicted
             (metrics.plan_pods_moved if moved else metrics.plan_pods_evicted).inc()
             self.scheduler.binder.event(
                 pod, "OpscheMoved" if moved else "OpscheEvicted", note, type_="Normal"
