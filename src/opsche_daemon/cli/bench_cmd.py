@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from opsche_daemon.cli.errors import UserError
+from opsche_daemon.config import OptimiserSettings, SolverKind
 
 __all__ = ["register"]
 
@@ -33,8 +34,16 @@ def register(commands: Any) -> None:
     solver.add_argument(
         "--sizes", default="16,32,100,500,2000", help="node counts (default 16,32,100,500,2000)"
     )
-    solver.add_argument("--time-limit", type=float, default=2.0, help="seconds per solve")
-    solver.add_argument("--solvers", default="cpsat,heuristic", help="comma-separated")
+    time_limit = OptimiserSettings().solve_time_limit_s
+    solver.add_argument(
+        "--time-limit",
+        type=float,
+        default=time_limit,
+        help=f"seconds per solve (default {time_limit:g}, the daemon's)",
+    )
+    solver.add_argument(
+        "--solvers", default=",".join(SolverKind), help="comma-separated (default all)"
+    )
     solver.add_argument(
         "--pod-scale",
         type=float,
@@ -52,17 +61,20 @@ def _solver(args: argparse.Namespace) -> int:
     except ValueError:
         raise UserError(f"--sizes {args.sizes!r}: expected comma-separated node counts") from None
     solvers = [s for s in args.solvers.split(",") if s]
-    unknown = set(solvers) - {"cpsat", "heuristic"}
+    unknown = set(solvers) - set(SolverKind)
     if unknown or not solvers or not sizes or min(sizes) < 1:
-        raise UserError("--solvers takes cpsat and/or heuristic; --sizes positive node counts")
+        raise UserError(
+            f"--solvers {args.solvers!r}, --sizes {args.sizes!r}: --solvers takes "
+            f"{' and/or '.join(SolverKind)}; --sizes positive node counts"
+        )
     if args.time_limit <= 0:
-        raise UserError("--time-limit must be positive")
+        raise UserError(f"--time-limit {args.time_limit:g}: must be positive")
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
     if args.pod_scale <= 0:
-        raise UserError("--pod-scale must be positive")
+        raise UserError(f"--pod-scale {args.pod_scale:g}: must be positive")
     rows = run_solver_bench(sizes, solvers, args.time_limit, say, args.pod_scale)
     print(format_rows(rows))
     return 0
@@ -79,7 +91,7 @@ def _throughput(args: argparse.Namespace) -> int:
     from opsche_daemon.localcluster.cluster import ClusterError  # noqa: PLC0415
 
     if args.nodes < 1 or args.pods < 1:
-        raise UserError("--nodes and --pods must be at least 1")
+        raise UserError(f"--nodes {args.nodes}, --pods {args.pods}: both must be at least 1")
     if args.pods > args.nodes * 110:
         raise UserError(f"{args.pods} pods cannot fit on {args.nodes} nodes of 110 pods each")
     options = BenchOptions(

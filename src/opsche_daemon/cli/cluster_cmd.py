@@ -1,23 +1,22 @@
-"""``opsche cluster build|up|status|down``: the local control plane for demos, tests, benchmarks."""
+"""``opsche cluster build|up|status|down``: the local control plane for demos, tests, benchmarks.
+
+Only the component names (for ``--port``) are imported at the top; the builder and the cluster
+are imported by the handlers, so that other ``opsche`` commands do not load them.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opsche_daemon.cli.errors import UserError
-from opsche_daemon.localcluster.build import Builder, BuildError
-from opsche_daemon.localcluster.cluster import (
-    ClusterError,
-    ClusterSpec,
-    LocalCluster,
-    default_state_dir,
-)
-from opsche_daemon.localcluster.components import PORT_NAMES, Layout
-from opsche_daemon.localcluster.pki import PKIError
-from opsche_daemon.localcluster.versions import cache_root, load_versions
+from opsche_daemon.localcluster.components import PORT_NAMES
+
+if TYPE_CHECKING:
+    from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
+    from opsche_daemon.localcluster.components import Layout
 
 __all__ = ["register", "run_up"]
 
@@ -86,6 +85,9 @@ def register(commands: Any) -> None:
 
 
 def _cluster(state_dir: Path | None) -> LocalCluster:
+    from opsche_daemon.localcluster.cluster import LocalCluster, default_state_dir  # noqa: PLC0415
+    from opsche_daemon.localcluster.versions import load_versions  # noqa: PLC0415
+
     try:
         versions = load_versions()
     except (OSError, ValueError) as exc:
@@ -94,6 +96,9 @@ def _cluster(state_dir: Path | None) -> LocalCluster:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from opsche_daemon.localcluster.build import Builder, BuildError  # noqa: PLC0415
+    from opsche_daemon.localcluster.versions import cache_root, load_versions  # noqa: PLC0415
+
     del args
     builder = Builder(load_versions(), cache_root(), out=_say)
     try:
@@ -107,6 +112,10 @@ def _build(args: argparse.Namespace) -> int:
 
 def run_up(state_dir: Path | None, spec: ClusterSpec) -> tuple[LocalCluster, Layout]:
     """Bring a cluster up, turning every expected failure into a ``UserError``."""
+    from opsche_daemon.localcluster.build import BuildError  # noqa: PLC0415
+    from opsche_daemon.localcluster.cluster import ClusterError  # noqa: PLC0415
+    from opsche_daemon.localcluster.pki import PKIError  # noqa: PLC0415
+
     cluster = _cluster(state_dir)
     try:
         layout = cluster.up(spec)
@@ -116,6 +125,8 @@ def run_up(state_dir: Path | None, spec: ClusterSpec) -> tuple[LocalCluster, Lay
 
 
 def _up(args: argparse.Namespace) -> int:
+    from opsche_daemon.localcluster.cluster import ClusterSpec  # noqa: PLC0415
+
     spec = ClusterSpec(
         nodes=args.nodes,
         node_cpu=args.node_cpu,
@@ -130,6 +141,8 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from opsche_daemon.localcluster.cluster import ClusterError  # noqa: PLC0415
+
     cluster = _cluster(args.state_dir)
     try:
         rows, data = cluster.status()

@@ -2,7 +2,8 @@
 
 It brings up the local cluster (real kube-apiserver, etcd, kube-controller-manager and
 kube-scheduler, KWOK nodes), runs a fragmented workload under kube-scheduler, then the same
-workload under opsche started with its defaults, and prints what each achieved.
+workload under opsche started with its defaults, and prints what each achieved. The demo and the
+local cluster are imported when the command runs, not when the parser is built.
 """
 
 from __future__ import annotations
@@ -10,20 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from opsche_daemon.bench.demo import (
-    NAMESPACES,
-    DemoOptions,
-    clear_demo_namespaces,
-    format_side_by_side,
-    run_demo_workload,
-    run_opsche_workload,
-    workload_summary,
-)
-from opsche_daemon.cli.cluster_cmd import run_up
 from opsche_daemon.cli.errors import UserError
-from opsche_daemon.localcluster.api import ApiError, LocalApi
-from opsche_daemon.localcluster.cluster import ClusterSpec
-from opsche_daemon.localcluster.daemon_process import DaemonStartError
 
 __all__ = ["register"]
 
@@ -46,6 +34,20 @@ def register(commands: Any) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from opsche_daemon.bench.demo import (  # noqa: PLC0415
+        NAMESPACES,
+        DemoOptions,
+        clear_demo_namespaces,
+        format_side_by_side,
+        run_demo_workload,
+        run_opsche_workload,
+        workload_summary,
+    )
+    from opsche_daemon.cli.cluster_cmd import run_up  # noqa: PLC0415
+    from opsche_daemon.localcluster.api import ApiError, LocalApi  # noqa: PLC0415
+    from opsche_daemon.localcluster.cluster import ClusterSpec  # noqa: PLC0415
+    from opsche_daemon.localcluster.daemon_process import DaemonStartError  # noqa: PLC0415
+
     if not 2 <= args.nodes <= 500:
         raise UserError(f"--nodes {args.nodes}: the demo needs between 2 and 500 nodes")
     if args.observe < 0:

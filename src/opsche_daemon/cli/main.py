@@ -1,4 +1,9 @@
-"""``opsche`` entry point: parses arguments and dispatches to a subcommand module."""
+"""``opsche`` entry point: parses arguments and dispatches to a subcommand module.
+
+The subcommand modules import only what their flags need at the top; each handler imports its
+heavy parts (the Kubernetes client, kopf, aiohttp, the local cluster) when it runs, so ``opsche
+solve`` on a file, ``opsche config check`` or ``--help`` load none of them.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from opsche_daemon import __version__
-from opsche_daemon.cli import bench_cmd, cluster_cmd, demo_cmd, run_cmd, solve_cmd
+from opsche_daemon.cli import bench_cmd, cluster_cmd, config_cmd, demo_cmd, run_cmd, solve_cmd
 from opsche_daemon.cli.errors import UserError
 
 __all__ = ["build_parser", "main"]
@@ -24,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_cmd.register(commands)
     demo_cmd.register(commands)
     run_cmd.register(commands)
+    config_cmd.register(commands)
     solve_cmd.register(commands)
     bench_cmd.register(commands)
     return parser
@@ -36,7 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except UserError as exc:
-        print(f"opsche: error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [""]:
+            print(f"opsche: error: {line}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("opsche: interrupted", file=sys.stderr)

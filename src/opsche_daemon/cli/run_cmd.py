@@ -1,14 +1,24 @@
-"""``opsche run``: the scheduler daemon."""
+"""``opsche run``: the scheduler daemon.
+
+The whole configuration (the file, the flags that override it, the profile's plugin names and
+arguments) is checked before the kubeconfig is even looked for: a misspelt plugin must not hide
+behind a missing kubeconfig, and every problem is reported at once (exit 2), as by ``opsche config
+check``. Flag choices and defaults come from the settings tree, where they are written once.
+"""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from opsche_daemon.cli.errors import UserError
+from opsche_daemon.config import SchedulerConfig, Trigger
 
-__all__ = ["register"]
+__all__ = ["apply_flags", "register"]
+
+_DEFAULTS = SchedulerConfig()
 
 
 def register(commands: Any) -> None:
@@ -20,23 +30,34 @@ def register(commands: Any) -> None:
         default=None,
         help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)",
     )
-    run.add_argument("--config", type=Path, default=None, help="YAML config file")
+    run.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="YAML config file (see opsche config defaults; opsche config check FILE)",
+    )
     run.add_argument(
         "--scheduler-name",
         default=None,
-        help="schedule pods with this spec.schedulerName (default: opsche)",
+        help="schedule pods with this spec.schedulerName (default: the config file's, else "
+        f"{_DEFAULTS.scheduler_name})",
     )
-    run.add_argument("--metrics-port", type=int, default=None,
-                     help="port for /metrics, /healthz, /readyz (default 10351)")  # fmt: skip
+    run.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="port for /metrics, /healthz, /readyz (default: the config file's metricsPort, else "
+        f"{_DEFAULTS.metrics_port})",
+    )
     run.add_argument("--metrics-address", default="0.0.0.0",  # noqa: S104
                      help="address to serve metrics on (default 0.0.0.0)")  # fmt: skip
     run.add_argument("--no-preemption", action="store_true", help="disable default preemption")
     run.add_argument(
         "--trigger",
-        choices=["scheduling-failure", "periodic", "stable-queue", "none"],
+        choices=[trigger.value for trigger in Trigger],
         default=None,
         help="when to compute cluster-wide plans (default: the config file's, else "
-        "scheduling-failure; none turns the optimiser off)",
+        f"{_DEFAULTS.optimiser.trigger}; {Trigger.NONE} turns the optimiser off)",
     )
     run.add_argument(
         "--blocking", action="store_true", help="pause scheduling while a plan is computed"
@@ -45,31 +66,39 @@ def register(commands: Any) -> None:
     run.set_defaults(handler=_run)
 
 
-def _run(args: argparse.Namespace) -> int:
-    # Imported here: the daemon pulls in kopf, aiohttp and the solver stack, which the cluster
-    # and demo commands do not need.
-    from dataclasses import replace  # noqa: PLC0415
-
-    from opsche_daemon.config import ConfigError, load_config  # noqa: PLC0415
-    from opsche_daemon.daemon import DaemonOptions, StartupError, run_daemon  # noqa: PLC0415
-    from opsche_daemon.framework.registry import ProfileError  # noqa: PLC0415
-    from opsche_daemon.kube.client import ConnectionError_, resolve_kubeconfig  # noqa: PLC0415
-
-    try:
-        config = load_config(args.config)
-        kubeconfig = resolve_kubeconfig(args.kubeconfig)
-    except (ConfigError, ConnectionError_) as exc:
-        raise UserError(str(exc)) from None
+def apply_flags(config: SchedulerConfig, args: argparse.Namespace) -> SchedulerConfig:
+    """``config`` with the command-line overrides of ``args`` applied (flags win over the file)."""
     if args.scheduler_name:
         config = replace(config, scheduler_name=args.scheduler_name)
     if args.no_preemption:
-        config = replace(config, preemption_enabled=False)
+        config = replace(config, preemption=replace(config.preemption, enabled=False))
+    optimiser = config.optimiser
     if args.trigger is not None:
-        config = replace(config, trigger=args.trigger)
+        optimiser = replace(optimiser, trigger=Trigger(args.trigger))
     if args.blocking:
-        config = replace(config, blocking=True)
+        optimiser = replace(optimiser, blocking=True)
+    return replace(config, optimiser=optimiser)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from opsche_daemon.cli.config_cmd import checked_config  # noqa: PLC0415
+
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         raise UserError(f"--metrics-port {args.metrics_port}: a port is between 0 and 65535")
+    config = checked_config(args.config, lambda loaded: apply_flags(loaded, args))
+
+    from opsche_daemon.kube.client import ConnectionError_, resolve_kubeconfig  # noqa: PLC0415
+
+    try:
+        kubeconfig = resolve_kubeconfig(args.kubeconfig)
+    except ConnectionError_ as exc:
+        raise UserError(str(exc)) from None
+
+    # Imported only now: the daemon pulls in kopf, aiohttp and the solver stack, which a bad
+    # config file, a missing kubeconfig and the other commands do not need.
+    from opsche_daemon.daemon import DaemonOptions, StartupError, run_daemon  # noqa: PLC0415
+    from opsche_daemon.framework.registry import ProfileError  # noqa: PLC0415
+
     options = DaemonOptions(kubeconfig, args.metrics_address, args.metrics_port, args.log_level)
     try:
         return run_daemon(config, options)

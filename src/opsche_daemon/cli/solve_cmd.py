@@ -1,4 +1,9 @@
-"""``opsche snapshot`` and ``opsche solve``: the optimiser as a dry run (nothing is changed)."""
+"""``opsche snapshot`` and ``opsche solve``: the optimiser as a dry run (nothing is changed).
+
+``opsche solve`` is a pure computation on a file: it loads no Kubernetes client, no kopf and no
+aiohttp (a test checks ``sys.modules``), so it runs anywhere a snapshot was copied to. It applies
+the daemon's safety rules from ``opsche_daemon.safety``, not from the daemon.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from opsche_daemon.cli.errors import UserError
+from opsche_daemon.config import OptimiserSettings, SchedulerConfig, SolverKind
 
 __all__ = ["format_plan", "register"]
 
@@ -23,11 +29,21 @@ def register(commands: Any) -> None:
 
     solve = commands.add_parser("solve", help="compute a plan for a snapshot file (dry run)")
     solve.add_argument("file", type=Path, help="a snapshot file (see docs/optimiser.md)")
-    solve.add_argument("--solver", choices=["cpsat", "heuristic"], default="cpsat")
-    solve.add_argument("--time-limit", type=float, default=2.0, help="seconds (default 2)")
+    optimiser, scheduler_name = OptimiserSettings(), SchedulerConfig().scheduler_name
+    solve.add_argument(
+        "--solver", choices=[kind.value for kind in SolverKind], default=optimiser.solver.value
+    )
+    solve.add_argument(
+        "--time-limit",
+        type=float,
+        default=optimiser.solve_time_limit_s,
+        help=f"seconds (default {optimiser.solve_time_limit_s:g}, the daemon's)",
+    )
     solve.add_argument("--format", choices=["text", "json"], default="text")
     solve.add_argument(
-        "--scheduler-name", default="opsche", help="whose pending pods to place (default opsche)"
+        "--scheduler-name",
+        default=scheduler_name,
+        help=f"whose pending pods to place (default {scheduler_name})",
     )
     solve.set_defaults(handler=_solve)
 
@@ -59,12 +75,12 @@ def _snapshot(args: argparse.Namespace) -> int:
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from opsche_daemon.daemon import is_protected  # noqa: PLC0415
     from opsche_daemon.model.snapshot_file import SnapshotFileError, load_snapshot  # noqa: PLC0415
     from opsche_daemon.optimiser.api import InvalidPlanError, solve_snapshot  # noqa: PLC0415
+    from opsche_daemon.safety import is_protected  # noqa: PLC0415
 
     if args.time_limit <= 0:
-        raise UserError("--time-limit must be positive")
+        raise UserError(f"--time-limit {args.time_limit:g}: must be positive")
     try:
         snapshot = load_snapshot(args.file)
     except SnapshotFileError as exc:

@@ -74,6 +74,7 @@ __all__ = [
     "PDB_VIOLATION",
     "Candidate",
     "DefaultPreemption",
+    "parse_preemption_args",
     "pick_one_node_for_preemption",
     "split_by_pdb_violation",
 ]
@@ -208,6 +209,15 @@ def _parse_args(args: Mapping[str, Any] | None) -> tuple[int, int]:
     if errors:
         raise PluginArgsError(f"{DefaultPreemption.NAME} args: " + "; ".join(errors))
     return percentage, absolute
+
+
+def parse_preemption_args(args: Mapping[str, Any] | None) -> tuple[int, int]:
+    """(minCandidateNodesPercentage, minCandidateNodesAbsolute) of ``args``, defaulted.
+
+    Raises ``PluginArgsError`` listing every problem; lets the config be checked without a
+    Framework to build the plugin on.
+    """
+    return _parse_args(args)
 
 
 def _fit_error_message(num_all_nodes: int, statuses: Mapping[str, Status], absent: str) -> str:

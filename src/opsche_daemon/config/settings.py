@@ -1,0 +1,320 @@
+"""The settings tree: every knob of one opsche daemon, with its default, unit and reason.
+
+This is the only place a default is written. The YAML loader, the ``opsche run`` flags, ``opsche
+config defaults`` and the daemon all read these classes; a setting the file cannot set (the
+``yaml=None`` ones) is documented here all the same, so a reader sees every timing the daemon
+uses. The defaults are kube-scheduler's wherever it has the same setting.
+
+Enums are ``StrEnum``: their values are the strings of the file format and of the Prometheus
+labels (``opsche_solver_runs_total{trigger="periodic"}``), so they compare equal to those strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from opsche_daemon.config.schema import doc
+
+__all__ = [
+    "ClientConnection",
+    "OptimiserSettings",
+    "PreemptionSettings",
+    "ProfileSettings",
+    "QueueSettings",
+    "SchedulerConfig",
+    "SolverKind",
+    "Trigger",
+]
+
+
+class Trigger(StrEnum):
+    """When the optimiser computes a cluster-wide plan."""
+
+    SCHEDULING_FAILURE = "scheduling-failure"
+    PERIODIC = "periodic"
+    STABLE_QUEUE = "stable-queue"
+    NONE = "none"
+
+
+class SolverKind(StrEnum):
+    """Which solver computes plans."""
+
+    CPSAT = "cpsat"
+    HEURISTIC = "heuristic"
+
+
+@dataclass(frozen=True)
+class ClientConnection:
+    """The client-side rate limit of API writes (kube-scheduler's ``clientConnection``)."""
+
+    qps: float = field(
+        default=50.0,
+        metadata=doc(
+            yaml="clientConnection.qps",
+            unit="requests/s",
+            low=0,
+            reason="sustained rate of writes to the API server (bindings, pod status patches, "
+            "evictions; events have a bucket of their own at the same rate), as kube-scheduler's "
+            "default. 0 turns the client-side rate limit off (writes are not limited at all); "
+            "kube-scheduler would instead replace 0 by its default 50",
+        ),
+    )
+    burst: int = field(
+        default=100,
+        metadata=doc(
+            yaml="clientConnection.burst",
+            unit="requests",
+            low=1,
+            reason="writes let through at once before qps applies, as client-go's token bucket "
+            "(kube-scheduler's default); unused when qps is 0",
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """Timings of the scheduling queue; kube-scheduler's defaults."""
+
+    initial_backoff_s: float = field(
+        default=1.0,
+        metadata=doc(
+            yaml="podInitialBackoffSeconds",
+            unit="seconds",
+            above=0,
+            reason="wait before a pod that failed a scheduling attempt is tried again; "
+            "doubles with each failure in a row",
+        ),
+    )
+    max_backoff_s: float = field(
+        default=10.0,
+        metadata=doc(
+            yaml="podMaxBackoffSeconds",
+            unit="seconds",
+            above=0,
+            reason="cap of the doubling backoff; at least podInitialBackoffSeconds",
+        ),
+    )
+    max_in_unschedulable_s: float = field(
+        default=300.0,
+        metadata=doc(
+            yaml=None,
+            unit="seconds",
+            above=0,
+            reason="an unschedulable pod is retried after this long even if no cluster event could "
+            "have helped it (upstream podMaxInUnschedulablePodsDuration, a kube-scheduler flag and "
+            "not a config-file field, so not one here either)",
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class PreemptionSettings:
+    """DefaultPreemption: evicting lower-priority pods when no node fits."""
+
+    enabled: bool = field(
+        default=True,
+        metadata=doc(
+            yaml="preemption.enabled",
+            reason="run DefaultPreemption as kube-scheduler does by default; --no-preemption turns "
+            "it off",
+        ),
+    )
+    respect_pdbs: bool = field(
+        default=False,
+        metadata=doc(
+            yaml="preemption.respectPodDisruptionBudgets",
+            reason="never choose a node whose victims would violate a PodDisruptionBudget; off, as "
+            "kube-scheduler only prefers nodes with fewer violations",
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    """Changes to kube-scheduler's default plugin profile."""
+
+    disabled: tuple[str, ...] = field(
+        default=(),
+        metadata=doc(
+            yaml="profile.disabled",
+            unit="plugin names",
+            reason="default plugins to turn off at every extension point",
+        ),
+    )
+    weights: Mapping[str, int] = field(
+        default_factory=dict,
+        metadata=doc(
+            yaml="profile.weights",
+            unit="plugin name -> Score weight",
+            low=0,
+            reason="Score weights to override (the others keep kube-scheduler's defaults); 0 stops "
+            "a plugin scoring",
+        ),
+    )
+    plugin_args: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=dict,
+        metadata=doc(
+            yaml="profile.pluginConfig",
+            unit="list of {name, args}",
+            reason="arguments per plugin, as kube-scheduler's pluginConfig (DefaultPreemption's "
+            "included); each plugin validates its own",
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class OptimiserSettings:
+    """When cluster-wide plans are computed, and how they are enforced."""
+
+    trigger: Trigger = field(
+        default=Trigger.SCHEDULING_FAILURE,
+        metadata=doc(
+            yaml="optimiser.trigger",
+            reason="when to compute a plan: when a pod is found unschedulable, every "
+            "periodSeconds, once the pending pods have not changed for stableWindowSeconds, or "
+            "never (none turns the optimiser off); --trigger overrides it",
+        ),
+    )
+    blocking: bool = field(
+        default=False,
+        metadata=doc(
+            yaml="optimiser.blocking",
+            reason="pause scheduling from the snapshot on, not only while a plan is enforced; "
+            "--blocking turns it on",
+        ),
+    )
+    solver: SolverKind = field(
+        default=SolverKind.CPSAT,
+        metadata=doc(
+            yaml="optimiser.solver",
+            reason="cpsat searches for the best plan within the time limit; heuristic is a fast "
+            "greedy placement",
+        ),
+    )
+    solve_time_limit_s: float = field(
+        default=2.0,
+        metadata=doc(
+            yaml="optimiser.solveTimeLimitSeconds",
+            unit="seconds",
+            above=0,
+            reason="wall-clock budget of one solve; the best plan found by then is used",
+        ),
+    )
+    period_s: float = field(
+        default=8.0,
+        metadata=doc(
+            yaml="optimiser.periodSeconds",
+            unit="seconds",
+            above=0,
+            reason="interval of the periodic trigger",
+        ),
+    )
+    stable_window_s: float = field(
+        default=8.0,
+        metadata=doc(
+            yaml="optimiser.stableWindowSeconds",
+            unit="seconds",
+            above=0,
+            reason="how long the pending pods must stay the same before the stable-queue "
+            "trigger fires",
+        ),
+    )
+    poll_s: float = field(
+        default=0.25,
+        metadata=doc(
+            yaml=None,
+            unit="seconds",
+            above=0,
+            reason="how often the stable-queue trigger looks at the pending pods",
+        ),
+    )
+    convergence_interval_s: float = field(
+        default=0.25,
+        metadata=doc(
+            yaml=None,
+            unit="seconds",
+            above=0,
+            reason="how often an enforced plan is checked for convergence",
+        ),
+    )
+    plan_timeout_s: float = field(
+        default=4.0,
+        metadata=doc(
+            yaml="optimiser.planTimeoutSeconds",
+            unit="seconds",
+            above=0,
+            reason="a plan not carried out by then is torn down and its pods released",
+        ),
+    )
+    failure_cooldown_s: float = field(
+        default=10.0,
+        metadata=doc(
+            yaml="optimiser.failureCooldownSeconds",
+            unit="seconds",
+            above=0,
+            reason="after a plan that disturbed pods and failed, no run starts for this long; "
+            "doubles with each failure in a row, so a plan that keeps failing cannot keep evicting",
+        ),
+    )
+    max_failure_cooldown_s: float = field(
+        default=300.0,
+        metadata=doc(
+            yaml=None,
+            unit="seconds",
+            above=0,
+            reason="cap of the doubling cool-down",
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """Validated settings of one opsche daemon."""
+
+    scheduler_name: str = field(
+        default="opsche",
+        metadata=doc(
+            yaml="schedulerName",
+            reason="opsche schedules the pods whose spec.schedulerName is this and no others; "
+            "--scheduler-name overrides it",
+        ),
+    )
+    client: ClientConnection = field(default_factory=ClientConnection)
+    bind_workers: int = field(
+        default=16,
+        metadata=doc(
+            yaml="bindWorkers",
+            unit="bindings",
+            low=1,
+            reason="bindings in flight at once; binding runs beside the scheduling loop so a slow "
+            "API server does not stall it",
+        ),
+    )
+    queue: QueueSettings = field(default_factory=QueueSettings)
+    percentage_of_nodes_to_score: int = field(
+        default=0,
+        metadata=doc(
+            yaml="percentageOfNodesToScore",
+            unit="percent",
+            low=0,
+            high=100,
+            reason="stop filtering once this share of the nodes is feasible; 0 is kube-scheduler's "
+            "adaptive share (50% minus 1% per 125 nodes, at least 5%, at least 100 nodes)",
+        ),
+    )
+    preemption: PreemptionSettings = field(default_factory=PreemptionSettings)
+    profile: ProfileSettings = field(default_factory=ProfileSettings)
+    metrics_port: int = field(
+        default=10351,
+        metadata=doc(
+            yaml="metricsPort",
+            unit="TCP port",
+            low=0,
+            high=65535,
+            reason="where /metrics, /healthz and /readyz are served; --metrics-port overrides it",
+        ),
+    )
+    optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
