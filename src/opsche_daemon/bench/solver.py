@@ -158,8 +158,8 @@ def run_solver_bench(
     pod_scale: float = 1.0,
 ) -> list[SolverRow]:
     """Generate each size once and run every solver on it."""
-    from opsche_daemon.daemon import is_protected  # noqa: PLC0415 - bench may import anything
     from opsche_daemon.optimiser.api import solve_snapshot  # noqa: PLC0415
+    from opsche_daemon.safety import is_protected  # noqa: PLC0415
 
     rows: list[SolverRow] = []
     for nodes in sizes:

@@ -21,7 +21,6 @@ from opsche_daemon.model.snapshot import Snapshot
 
 __all__ = [
     "MAX_NODE_SCORE",
-    "BindPlugin",
     "Code",
     "CycleState",
     "FilterPlugin",
@@ -179,35 +178,44 @@ class Plugin(Protocol):
 
 @runtime_checkable
 class PreEnqueuePlugin(Plugin, Protocol):
-    """Decides whether a pod may enter the active queue at all.
+    """Called before a pod is added to the active queue; a rejection keeps it in the gated pool.
 
-    Must be cheap: it runs on every pod add/update. A non-success Status keeps the pod in the
-    gated pool (reported as ``pending_pods{queue="gated"}``) until an update lets it through.
+    It runs in the event handlers on every pod add and update, so it must be cheap: no calls to
+    anything remote, or every other pod's enqueuing waits. A non-success Status keeps the pod
+    gated (``pending_pods{queue="gated"}``) until an update, or the gate's owner, re-checks it.
     """
 
     def pre_enqueue(self, pod: Pod) -> Status:
-        """Success to admit the pod to the queue."""
+        """Success to admit the pod to the active queue."""
         ...
 
 
 @runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
-    """Runs once per cycle before any Filter: precompute into ``state``, or reject the pod early.
+    """Called at the beginning of the scheduling cycle, once, before any Filter.
 
-    Return Skip to have this plugin's Filter skipped for this pod. A PreFilterResult narrows the
-    nodes every Filter sees (the NodeName plugin uses it for a pod naming its node).
+    Every PreFilter must return success or the pod is rejected. A PreFilterResult narrows the
+    nodes evaluated downstream (when the subset is known cheaply: the NodeName plugin, a plan's
+    pin); nodes it leaves out count as UnschedulableAndUnresolvable, so preemption does not try
+    them. Skip means: ignore the result, and skip this plugin's Filter for this cycle.
     """
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
-        """Precompute or reject."""
+        """Precompute into ``state``, narrow the nodes, or reject the pod."""
         ...
 
 
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):
-    """Says whether the pod may run on one node. Called for many nodes; must not mutate state."""
+    """Filters out the nodes that cannot run the pod (once called a "predicate").
+
+    Anything but Success excludes the node: Unschedulable, UnschedulableAndUnresolvable (so
+    preemption will not try it) or Error. Called for many nodes, possibly concurrently in
+    upstream: it reads the node from the ``NodeInfo`` passed in (which may count nominated pods
+    the snapshot does not) and never mutates shared state.
+    """
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status:
         """Success if the pod fits on ``node`` as far as this plugin is concerned."""
@@ -216,10 +224,12 @@ class FilterPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
-    """Runs only when no node passed the filters: tries to make room (preemption).
+    """Called only after the scheduling cycle failed at PreFilter or Filter: tries to make room.
 
-    ``statuses`` maps every node to the Status that rejected it, so the plugin can skip nodes that
-    are unresolvable. It returns the decision; the caller carries it out.
+    ``statuses`` holds the Status every node got; skipping the UnschedulableAndUnresolvable ones
+    is the plugin's responsibility. Return Unschedulable when the pod cannot be made schedulable,
+    Success (with a PostFilterResult naming the nominated node and victims) when it can, Error on
+    an internal failure. The plugin decides; the scheduler carries the decision out.
     """
 
     def post_filter(
@@ -231,46 +241,47 @@ class PostFilterPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class PreScorePlugin(Plugin, Protocol):
-    """Runs once before Score with the feasible nodes; precompute, or Skip this plugin's Score."""
+    """Informational, called once with the nodes that passed filtering, before any Score.
+
+    Every PreScore must return success or the pod is rejected; Skip skips this plugin's Score
+    for this cycle.
+    """
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status:
-        """Precompute scoring data."""
+        """Precompute scoring data into ``state``."""
         ...
 
 
 @runtime_checkable
 class ScorePlugin(Plugin, Protocol):
-    """Ranks feasible nodes. Scores are normalised to 0..100, then weighted and summed."""
+    """Ranks the nodes that passed filtering: normalised to 0..100, then weighted and summed."""
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> tuple[int, Status]:
-        """A raw score for one node."""
+        """A raw score for one filtered node; must succeed or the pod is rejected."""
         ...
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status:
-        """Rewrite ``scores`` in place to the 0..100 range (no-op for already-bounded scores)."""
+        """Called once with all of this plugin's scores: rewrite them in place to 0..100."""
         ...
 
 
 @runtime_checkable
 class ReservePlugin(Plugin, Protocol):
-    """Reserve is called once a node is chosen, Unreserve when binding later fails.
+    """Updates the plugin's own state once a node is chosen (what used to be called "assume").
 
-    Unreserve must undo exactly what Reserve did and must not fail.
+    Reserve runs when the scheduler assumes the pod on the node; if any Reserve fails, the pod is
+    rejected and Unreserve runs (in reverse order) on the Reserve plugins up to and including the
+    one that failed. Unreserve also runs when the binding fails later.
     """
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        """Claim per-node state for the pod."""
+        """Claim per-node state for the pod; anything but Success rejects the pod."""
         ...
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        """Release what ``reserve`` claimed."""
-        ...
+        """Release what ``reserve`` claimed for this pod, if anything.
 
-
-@runtime_checkable
-class BindPlugin(Plugin, Protocol):
-    """Binds the pod to the node (the default writes a Binding through the API server)."""
-
-    async def bind(self, pod: Pod, node_name: str) -> Status:
-        """Success once the API server accepted the binding."""
+        Must be idempotent and must not fail: it may run after this plugin's own Reserve failed,
+        or without any Reserve for the pod, and more than once.
+        """
         ...

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,20 +22,12 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from opsche_daemon.kube.ratelimit import TokenBucket
+from opsche_daemon.model.eviction import EvictionOutcome, EvictionResult
 from opsche_daemon.model.pod import Pod
 
 __all__ = ["EvictionResult", "Writer"]
 
 log = structlog.get_logger("opsche.kube")
-
-
-@dataclass(frozen=True)
-class EvictionResult:
-    """Outcome of one eviction: done, refused by a PodDisruptionBudget (429), gone, or error."""
-
-    pod: str
-    outcome: str  # evicted | blocked | not_found | error
-    message: str = ""
 
 
 class Writer:
@@ -133,11 +124,13 @@ class Writer:
             await self.core.create_namespaced_pod_eviction(pod.name, pod.namespace, body)
         except ApiException as exc:
             if exc.status == 429:
-                return EvictionResult(pod.key, "blocked", _message(exc))
+                return EvictionResult(pod.key, EvictionOutcome.BLOCKED, _message(exc))
             if exc.status == 404:
-                return EvictionResult(pod.key, "not_found", _message(exc))
-            return EvictionResult(pod.key, "error", f"HTTP {exc.status}: {_message(exc)}")
-        return EvictionResult(pod.key, "evicted")
+                return EvictionResult(pod.key, EvictionOutcome.NOT_FOUND, _message(exc))
+            return EvictionResult(
+                pod.key, EvictionOutcome.ERROR, f"HTTP {exc.status}: {_message(exc)}"
+            )
+        return EvictionResult(pod.key, EvictionOutcome.EVICTED)
 
     def event(
         self, pod: Pod, reason: str, note: str, *, action: str = "Scheduling", type_: str = "Normal"

@@ -7,6 +7,8 @@ bounded (result, queue, profile, plugin); buckets are upstream's exponential one
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = ["Metrics"]
@@ -75,12 +77,6 @@ class Metrics:
             buckets=_exponential(1, 2, 7),
             registry=r,
         )
-        self.unschedulable_pods = Gauge(
-            "opsche_unschedulable_pods",
-            "Unschedulable pods by the plugin that rejected them.",
-            ["plugin", "profile"],
-            registry=r,
-        )
         self.solver_runs = Counter(
             "opsche_solver_runs_total",
             "Optimisation runs by trigger and how they ended before enforcement.",
@@ -118,3 +114,8 @@ class Metrics:
             ["queue", "event"],
             registry=r,
         )
+
+    def set_pending_pods(self, counts: Mapping[str, int]) -> None:
+        """Set ``opsche_pending_pods`` from the queue's pool sizes (after every queue change)."""
+        for queue, count in counts.items():
+            self.pending_pods.labels(queue).set(count)

@@ -10,25 +10,25 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
+from opsche_daemon.config import SolverKind
 from opsche_daemon.model.plan import Plan
-from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.snapshot import Snapshot
 from opsche_daemon.optimiser.cpsat import CpSatSolver
 from opsche_daemon.optimiser.heuristic import HeuristicSolver, heuristic_counts
 from opsche_daemon.optimiser.problem import (
     Problem,
-    Solution,
     build_problem,
     fill_greedily,
     plan_from_solution,
 )
+from opsche_daemon.optimiser.solver import Solver
 from opsche_daemon.optimiser.validate import validate_plan
+from opsche_daemon.safety import Protected
 
 __all__ = ["SOLVERS", "InvalidPlanError", "solve_snapshot"]
 
-SOLVERS = ("cpsat", "heuristic")
+SOLVERS = tuple(SolverKind)
 
 
 class InvalidPlanError(RuntimeError):
@@ -39,8 +39,8 @@ def solve_snapshot(
     snapshot: Snapshot,
     *,
     scheduler_name: str,
-    protected: Callable[[Pod], bool],
-    solver: str = "cpsat",
+    protected: Protected,
+    solver: str = SolverKind.CPSAT,
     time_limit: float = 2.0,
     cancel: threading.Event | None = None,
     alpha: float = 0.8,
@@ -52,18 +52,19 @@ def solve_snapshot(
     deadline = started + time_limit
     cancel = cancel or threading.Event()
     problem = build_problem(snapshot, scheduler_name=scheduler_name, protected=protected)
-    solution: Solution
-    if solver == "heuristic":
-        solution = HeuristicSolver().solve(problem, deadline, cancel)
+    chosen: Solver
+    if solver == SolverKind.HEURISTIC:
+        chosen = HeuristicSolver()
     else:
 
         def warm_start(p: Problem) -> dict[tuple[int, int], int]:
             return heuristic_counts(p, deadline, cancel)
 
-        solution = CpSatSolver(alpha=alpha, hint=warm_start).solve(problem, deadline, cancel)
+        chosen = CpSatSolver(alpha=alpha, hint=warm_start)
+    solution = chosen.solve(problem, deadline, cancel)
     solution.counts = fill_greedily(problem, solution.counts)
     solution.seconds = time.monotonic() - started
-    plan = plan_from_solution(problem, solution, solver)
+    plan = plan_from_solution(problem, solution, chosen.name)
     errors = validate_plan(plan, snapshot, scheduler_name=scheduler_name, protected=protected)
     if errors:
         raise InvalidPlanError(f"{solver} produced an invalid plan: " + "; ".join(errors[:10]))

@@ -5,13 +5,15 @@ and node drowns CP-SAT in symmetric solutions (seed notes: presolve alone ate th
 50 nodes x 1000 pods). Pods with the same controller, requests, priority and feasible nodes form
 one group, and solvers decide *how many* of a group go on each node.
 
-Who may change (safety, decided here once for every solver):
+Who may change (decided here once for every solver; the safety rules themselves are
+``opsche_daemon.safety``'s):
 
 * pending pods of this scheduler can be placed, except pods with pairwise constraints the model
   does not capture (inter-pod affinity, topology spread, host ports) or with volumes opsche cannot
   schedule: those are left to the scheduling cycle;
-* running pods may be moved or evicted only when they are this scheduler's, controller-managed,
-  not protected (kube-system, DaemonSet, mirror, opted-out) and without pairwise constraints;
+* running pods may be moved or evicted only when ``safety.disturb_refusals`` has no objection
+  (this scheduler's, controller-managed, not protected, not terminating) and they have no
+  pairwise constraints;
   every other running pod is fixed, its requests simply reduce its node's capacity;
 * terminating and terminal pods are ignored (their room is not counted on as free until they go).
 
@@ -23,7 +25,7 @@ node), so the optimiser and the scheduler share one definition of "fits".
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from opsche_daemon.framework.interface import CycleState
@@ -34,6 +36,7 @@ from opsche_daemon.model.plan import Eviction, Move, Placement, Plan, PlanStatus
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.resources import Resources
 from opsche_daemon.model.snapshot import Snapshot
+from opsche_daemon.safety import Protected, disturb_refusals
 
 __all__ = [
     "STATIC_FILTERS",
@@ -143,18 +146,15 @@ def _vector(resources: Resources, dims: tuple[str, ...], pods: int) -> tuple[int
     return tuple(pods if d == "pods" else resources.get(d) for d in dims)
 
 
-def _movable(pod: Pod, scheduler_name: str, protected: Callable[[Pod], bool]) -> bool:
+def _movable(pod: Pod, scheduler_name: str, protected: Protected) -> bool:
     """Running pods a plan may move or evict.
 
     Only this scheduler's pods: a moved pod is recreated by its controller and must be pinned to
     its new node by this scheduler, which another scheduler's pods never reach.
     """
     return (
-        pod.owner is not None
-        and pod.scheduler_name == scheduler_name
-        and not protected(pod)
+        not disturb_refusals(pod, pod.key, scheduler_name, protected)
         and not _pairwise(pod)
-        and not pod.deleting
         and not pod.terminal
     )
 
@@ -260,7 +260,7 @@ def build_problem(
     snapshot: Snapshot,
     *,
     scheduler_name: str,
-    protected: Callable[[Pod], bool],
+    protected: Protected,
 ) -> Problem:
     """The optimisation problem for ``snapshot``'s pending pods of ``scheduler_name``."""
     infos = snapshot.node_infos()

@@ -8,14 +8,13 @@ every pod the plan disturbs, and every node's capacity in every dimension after 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from opsche_daemon.model.node import NodeInfo
 from opsche_daemon.model.plan import Plan
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.resources import Resources
 from opsche_daemon.model.snapshot import Snapshot
 from opsche_daemon.optimiser.problem import StaticFeasibility
+from opsche_daemon.safety import Protected, disturb_refusals
 
 __all__ = ["validate_plan"]
 
@@ -43,7 +42,7 @@ def _capacity_errors(
 class _Validator:
     """One validation pass; collects every error rather than stopping at the first."""
 
-    def __init__(self, snapshot: Snapshot, scheduler_name: str, protected: Callable[[Pod], bool]):
+    def __init__(self, snapshot: Snapshot, scheduler_name: str, protected: Protected):
         self.scheduler_name = scheduler_name
         self.protected = protected
         self.infos = dict(snapshot.nodes)
@@ -81,7 +80,7 @@ class _Validator:
             self.errors.append(f"{what}: the pod is no longer running on {node}")
             return None
         pod = found[1]
-        self.errors += _disturb_errors(pod, what, self.scheduler_name, self.protected)
+        self.errors += disturb_refusals(pod, what, self.scheduler_name, self.protected)
         self._once(pod, what)
         return pod
 
@@ -137,23 +136,7 @@ def validate_plan(
     snapshot: Snapshot,
     *,
     scheduler_name: str,
-    protected: Callable[[Pod], bool],
+    protected: Protected,
 ) -> list[str]:
     """Every reason the plan must not be enforced on ``snapshot`` (empty: it is valid)."""
     return _Validator(snapshot, scheduler_name, protected).run(plan)
-
-
-def _disturb_errors(
-    pod: Pod, what: str, scheduler_name: str, protected: Callable[[Pod], bool]
-) -> list[str]:
-    """Why a running pod must not be moved or evicted by a plan."""
-    errors = []
-    if pod.owner is None:
-        errors.append(f"{what}: the pod has no controller (deleting it would lose it)")
-    if protected(pod):
-        errors.append(f"{what}: the pod is protected")
-    if pod.scheduler_name != scheduler_name:
-        errors.append(f"{what}: the pod belongs to scheduler {pod.scheduler_name}")
-    if pod.deleting:
-        errors.append(f"{what}: the pod is already terminating")
-    return errors

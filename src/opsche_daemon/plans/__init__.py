@@ -1,16 +1,26 @@
-"""Plan enforcement's pure core: the installed plan, its scheduling plugins, convergence.
+"""Plans end to end: seed 000's Algorithm 1, from a trigger to a converged (or torn-down) plan.
 
-The daemon validates a plan, installs it in a ``PlanState`` shared with the ``PlanGate``,
-``PlanPin`` and ``PlanReserve`` plugins, evicts, and polls a ``ConvergenceMonitor`` until the plan
-converges or times out; then it uninstalls it and re-enqueues the pods the gate held back. Nothing
-here talks to the API server.
+* ``flow``: ``OptimizationFlow``, one run at a time: snapshot, solve, validate, enforce, tear down;
+* ``enforcement``: ``PlanEnforcer``, the named steps: install, evict, activate, await
+  convergence, tear down;
+* ``triggers``: when a run starts (scheduling-failure, periodic, stable-queue);
+* ``plugins``: ``PlanState`` and the PlanGate/PlanPin/PlanReserve framework plugins that hold
+  back, pin and budget pods while a plan is installed (Algorithms 2-4);
+* ``active``: an installed plan's per-workload, per-node quotas and what it has observed;
+* ``convergence``: when a plan is done or has timed out (Algorithm 7);
+* ``outcomes``: how runs end.
+
+Nothing here talks to the API server: the eviction call and the event sink come from the daemon.
 """
 
 from __future__ import annotations
 
-from opsche_daemon.plan.active import ActivePlan, Observation, PlanCounters, Workload
-from opsche_daemon.plan.convergence import ConvergenceMonitor, Verdict, decide
-from opsche_daemon.plan.plugins import (
+from opsche_daemon.plans.active import ActivePlan, Observation, PlanCounters, Workload
+from opsche_daemon.plans.convergence import ConvergenceMonitor, Verdict, decide
+from opsche_daemon.plans.enforcement import Evict, PlanEnforcer
+from opsche_daemon.plans.flow import OptimizationFlow, state_key
+from opsche_daemon.plans.outcomes import FAILED_OUTCOMES, RETRY_OUTCOMES, RunOutcome, SolveResult
+from opsche_daemon.plans.plugins import (
     PLAN_PLUGINS,
     PlanGate,
     PlanPin,
@@ -18,19 +28,30 @@ from opsche_daemon.plan.plugins import (
     PlanState,
     plan_plugins,
 )
+from opsche_daemon.plans.triggers import has_background_task, run_trigger
 
 __all__ = [
+    "FAILED_OUTCOMES",
     "PLAN_PLUGINS",
+    "RETRY_OUTCOMES",
     "ActivePlan",
     "ConvergenceMonitor",
+    "Evict",
     "Observation",
+    "OptimizationFlow",
     "PlanCounters",
+    "PlanEnforcer",
     "PlanGate",
     "PlanPin",
     "PlanReserve",
     "PlanState",
+    "RunOutcome",
+    "SolveResult",
     "Verdict",
     "Workload",
     "decide",
+    "has_background_task",
     "plan_plugins",
+    "run_trigger",
+    "state_key",
 ]

@@ -15,8 +15,8 @@ then does not match), else the name.
 
 Reservations are a ledger keyed by pod: Reserve records which unit a pod took, Unreserve gives
 back exactly that unit once, so a failed Reserve (whose Unreserve the runtime still calls) or a
-repeated Unreserve never refunds twice. Everything here is pure and synchronous; the daemon calls
-it from its event loop only.
+repeated Unreserve never refunds twice. Everything here is pure and synchronous; the scheduler and
+the enforcer call it from the event loop only.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Deciding when an enforced plan is done (paper, Algorithm 7), with the clock injected.
 
-The daemon calls ``ConvergenceMonitor.check`` every ``interval_s`` (250 ms) with a fresh
+The ``PlanEnforcer`` calls ``ConvergenceMonitor.check`` every ``interval_s`` (250 ms) with a fresh
 observation (``ActivePlan.observe(snapshot)``) and tears the plan down on anything but WAITING.
 Nothing here sleeps or reads the wall clock by itself.
 
@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from opsche_daemon.plan.active import ActivePlan, Observation, Workload
+from opsche_daemon.plans.active import ActivePlan, Observation, Workload
 
 __all__ = ["ConvergenceMonitor", "Verdict", "decide"]
 
@@ -27,7 +27,7 @@ DEFAULT_SETTLE_S = 2.0
 
 
 class Verdict(StrEnum):
-    """What the daemon does next with the plan."""
+    """What the enforcer does next with the plan."""
 
     WAITING = "waiting"  # keep enforcing; check again after the interval
     CONVERGED = "converged"  # tear down: the plan is carried out

@@ -10,7 +10,7 @@
   checks a placed pod's node, and refuses pods the plan does not cover. Concurrent cycles can all
   pass PreFilter for the last unit; Reserve is where only one of them gets it.
 
-Protected pods (the daemon's ``is_protected``: kube-system, DaemonSet and mirror pods, opted-out
+Protected pods (``safety.is_protected``: kube-system, DaemonSet and mirror pods, opted-out
 pods) are never held, pinned or refused: a node's DaemonSet pod or a system component must not
 wait minutes for a plan to converge. The plan was validated against the pods present then, so a
 protected pod arriving meanwhile can take room the plan counted on; Reserve then refuses the
@@ -23,7 +23,7 @@ pool with ``PlanReserve`` as the rejecting plugin, like pods ``PlanPin`` refused
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from opsche_daemon.framework.interface import (
     Code,
@@ -35,24 +35,20 @@ from opsche_daemon.model.node import NodeInfo
 from opsche_daemon.model.plan import Plan
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.snapshot import Snapshot
-from opsche_daemon.plan.active import ActivePlan
+from opsche_daemon.plans.active import ActivePlan
+from opsche_daemon.safety import Protected, never_protected
 
 __all__ = ["PLAN_PLUGINS", "PlanGate", "PlanPin", "PlanReserve", "PlanState", "plan_plugins"]
-
-
-def _never(pod: Pod) -> bool:
-    del pod
-    return False
 
 
 class PlanState:
     """The installed plan (or None), the pods held back because of it, and who is protected.
 
-    One instance is shared by the three plugins and by the daemon, which installs the plan after
-    validation and uninstalls it on convergence, timeout or failure (TeardownRun).
+    One instance is shared by the three plugins and by the ``PlanEnforcer``, which installs the
+    plan after validation and uninstalls it on convergence, timeout or failure (TeardownRun).
     """
 
-    def __init__(self, protected: Callable[[Pod], bool] = _never) -> None:
+    def __init__(self, protected: Protected = never_protected) -> None:
         self.protected = protected
         self.active: ActivePlan | None = None
         self.held: set[str] = set()

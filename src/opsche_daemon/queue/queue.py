@@ -26,21 +26,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from opsche_daemon.config import QueueSettings
 from opsche_daemon.framework.interface import Status
 from opsche_daemon.model.pod import Pod
 
-__all__ = ["QueueSettings", "QueuedPod", "SchedulingQueue"]
+__all__ = ["QueuedPod", "SchedulingQueue"]
 
 Clock = Callable[[], float]
-
-
-@dataclass(frozen=True)
-class QueueSettings:
-    """Queue timings; defaults are kube-scheduler's."""
-
-    initial_backoff_s: float = 1.0  # podInitialBackoffSeconds
-    max_backoff_s: float = 10.0  # podMaxBackoffSeconds
-    max_in_unschedulable_s: float = 300.0  # podMaxInUnschedulablePodsDuration
 
 
 @dataclass
