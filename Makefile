@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO_NODES ?= 8
 
-.PHONY: setup venv controlplane check fmt test test-unit test-integration demo clean cluster-down
+.PHONY: setup venv controlplane lint check fmt test test-unit test-integration demo clean cluster-down
 
 setup: venv controlplane
 
@@ -23,11 +23,14 @@ $(STAMP): pyproject.toml
 controlplane: venv
 	$(BIN)/opsche cluster build
 
-check: venv
+# The static checks CI runs before the tests: formatting, lint, types (tests too), layering.
+lint: venv
 	$(BIN)/ruff format --check src tests
 	$(BIN)/ruff check src tests
-	$(BIN)/mypy --strict src
+	$(BIN)/mypy --strict src tests
 	$(BIN)/lint-imports
+
+check: lint
 	$(BIN)/pytest -q tests/unit
 
 fmt: venv
