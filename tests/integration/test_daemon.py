@@ -27,10 +27,13 @@ def opsche_daemon(local_cluster: Layout, tmp_path_factory: pytest.TempPathFactor
     assert code == 0, daemon.log_tail()
 
 
-def pod_spec(cpu: str, *, priority_class: str | None = None, **extra: object) -> client.V1PodSpec:
+def pod_spec(
+    cpu: str, *, priority_class: str | None = None, node_selector: dict[str, str] | None = None
+) -> client.V1PodSpec:
     return client.V1PodSpec(
         scheduler_name=SCHEDULER,
         priority_class_name=priority_class,
+        node_selector=node_selector,
         containers=[
             client.V1Container(
                 name="main",
@@ -38,7 +41,6 @@ def pod_spec(cpu: str, *, priority_class: str | None = None, **extra: object) ->
                 resources=client.V1ResourceRequirements(requests={"cpu": cpu, "memory": "64Mi"}),
             )
         ],
-        **extra,
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from opsche_daemon.model.node import Node
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.selectors import LabelSelector
 from opsche_daemon.model.snapshot import DisruptionBudget
-from tests.integration.waiting import running, wait_for_pods
+from tests.integration.waiting import Objects, running, wait_for_pods
 
 NODES = 8
 NAMESPACE = "parity"
@@ -218,10 +219,16 @@ async def best_nodes(
     return {n for n, s in scores.items() if s == top}, scores
 
 
+def absent(name: str, pods: Objects) -> bool:
+    """The pod ``name`` is gone (a ``wait_for_pods`` condition)."""
+    return name not in pods
+
+
 async def place(twin: Twin, body: dict[str, Any]) -> str:
     core = client.CoreV1Api(twin.api)
     name = body["metadata"]["name"]
-    await core.create_namespaced_pod(NAMESPACE, body)
+    # The client sends a manifest dict as is; its stub names only V1Pod.
+    await core.create_namespaced_pod(NAMESPACE, body)  # type: ignore[arg-type]
     pods = await wait_for_pods(
         twin.api,
         NAMESPACE,
@@ -271,9 +278,7 @@ async def test_opsche_places_pods_where_kube_scheduler_does(
             core = client.CoreV1Api(b.api)
             name = body_a["metadata"]["name"]
             await core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
-            await wait_for_pods(
-                b.api, NAMESPACE, lambda p, gone=name: gone not in p, what=f"{name} gone"
-            )
+            await wait_for_pods(b.api, NAMESPACE, partial(absent, name), what=f"{name} gone")
             await place(b, pod_body(index, b.scheduler, node_name=node_a))
     print(f"parity: {agreed} agreed on a unique best node, {tied} tied")
     assert not disagreements, json.dumps(disagreements, indent=1)

@@ -66,6 +66,10 @@ def _start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
+# Children this process started, by PID, until reaped (see ``start``).
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
 def start(name: str, argv: list[str], log: Path, cwd: Path) -> Managed:
     """Start ``argv`` detached from our session with output appended to ``log``.
 
@@ -88,8 +92,11 @@ def start(name: str, argv: list[str], log: Path, cwd: Path) -> Managed:
     ticks = _start_ticks(proc.pid)
     if ticks is None:  # it died at once; keep a record so the caller reports its log
         ticks = -1
-    # We do not wait() here; a dead child would stay a zombie until we exit, which _start_ticks
-    # already treats as "not alive".
+    # We do not wait() here; a dead child would stay a zombie until we exit (or ``stop`` reaps
+    # it), which _start_ticks already treats as "not alive". The handle is kept, not dropped:
+    # a Popen collected while its child runs warns (ResourceWarning), and reaping through it
+    # keeps its returncode true.
+    _CHILDREN[proc.pid] = proc
     return Managed(name=name, pid=proc.pid, start_ticks=ticks, log=log)
 
 
@@ -120,6 +127,11 @@ def _signal(pid: int, sig: signal.Signals) -> None:
 
 def _reap(pid: int) -> None:
     """Collect our own exited child so it does not linger as a zombie (no-op for others)."""
+    child = _CHILDREN.get(pid)
+    if child is not None:
+        if child.poll() is not None:
+            del _CHILDREN[pid]
+        return
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
 

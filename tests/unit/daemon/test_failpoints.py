@@ -30,7 +30,7 @@ def test_a_malformed_failpoint_is_a_clear_error(spec: str, message: str) -> None
 
 async def test_pause_waits_for_release_and_fires_only_once(tmp_path: Path) -> None:
     hook = parse_failpoints({ENV: f"before-validate=pause:{tmp_path}"})["before-validate"]
-    task = asyncio.create_task(hook())
+    task = asyncio.ensure_future(hook())
     assert await asyncio.to_thread(wait_for_file, tmp_path / "reached", 5)
     assert not task.done(), "paused until the release file appears"
     (tmp_path / "release").touch()

@@ -10,10 +10,10 @@ from opsche_daemon.framework.runtime import (
     Framework,
     num_feasible_nodes_to_find,
 )
-from opsche_daemon.model.node import Node, NodeInfo
+from opsche_daemon.model.node import NodeInfo
 from opsche_daemon.model.pod import Pod
-from opsche_daemon.model.resources import Resources
 from opsche_daemon.model.snapshot import Snapshot
+from tests.factories import node, pod, snapshot_of
 
 
 class CpuFit:
@@ -41,15 +41,8 @@ class ByName:
 
 
 def snapshot(cpus: Sequence[int]) -> Snapshot:
-    infos = [
-        NodeInfo.build(Node(f"n{i}", allocatable=Resources(milli_cpu=c, pods=110)))
-        for i, c in enumerate(cpus)
-    ]
-    return Snapshot.of(infos)
-
-
-def pod(cpu: int, priority: int = 0, name: str = "p") -> Pod:
-    return Pod("ns", name, priority=priority, requests=Resources(milli_cpu=cpu))
+    """Nodes ``n0``, ``n1``, ... with these many millicores (and no memory)."""
+    return snapshot_of([node(f"n{i}", c, memory=0) for i, c in enumerate(cpus)])
 
 
 def test_fit_error_message_has_kube_schedulers_form() -> None:
@@ -62,7 +55,7 @@ def test_fit_error_message_has_kube_schedulers_form() -> None:
             },
         }
     )
-    error = FitError(pod(1), 16, diagnosis)
+    error = FitError(pod("p", 1), 16, diagnosis)
     assert str(error) == (
         "0/16 nodes are available: 13 node(s) had untolerated taint {k: v}, 3 Insufficient cpu."
     )
@@ -78,7 +71,7 @@ def test_fit_error_message_has_kube_schedulers_form() -> None:
 def test_schedule_picks_the_highest_weighted_score() -> None:
     framework = Framework([CpuFit(), ByName({"n0": 10, "n1": 50, "n2": 90})], {"ByName": 2})
     state = CycleState(snapshot([1000, 4000, 500]))
-    result = framework.schedule(state, pod(800))
+    result = framework.schedule(state, pod("p", 800))
     assert result.node == "n1"  # n2 scores best but does not fit
     assert result.feasible == 2
 
@@ -86,7 +79,7 @@ def test_schedule_picks_the_highest_weighted_score() -> None:
 def test_no_fit_raises_with_every_rejected_node() -> None:
     framework = Framework([CpuFit()], {})
     with pytest.raises(FitError) as error:
-        framework.schedule(CycleState(snapshot([100, 100])), pod(800))
+        framework.schedule(CycleState(snapshot([100, 100])), pod("p", 800))
     assert str(error.value) == "0/2 nodes are available: 2 Insufficient cpu."
 
 
@@ -100,12 +93,12 @@ def test_ties_are_broken_at_random_over_all_tied_nodes() -> None:
 def test_nominated_higher_priority_pods_keep_their_room() -> None:
     framework = Framework([CpuFit()], {})
     state = CycleState(snapshot([1000]))
-    nominated = {"n0": [pod(800, priority=10, name="preemptor")]}
+    nominated = {"n0": [pod("preemptor", 800, priority=10)]}
     with pytest.raises(FitError):
-        framework.schedule(state, pod(500, priority=1), nominated)
+        framework.schedule(state, pod("p", 500, priority=1), nominated)
     # A pod of higher priority than the nominated one ignores the nomination.
     assert (
-        framework.schedule(CycleState(snapshot([1000])), pod(500, priority=20), nominated).node
+        framework.schedule(CycleState(snapshot([1000])), pod("p", 500, priority=20), nominated).node
         == "n0"
     )
 

@@ -1,11 +1,5 @@
 from opsche_daemon.model.pod import Pod
-
-
-def container(
-    cpu: str | None = None, memory: str | None = None, **extra: object
-) -> dict[str, object]:
-    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
-    return {"name": "c", "image": "x", "resources": {"requests": requests}, **extra}
+from tests.factories import container
 
 
 def test_requests_combine_containers_init_containers_sidecars_and_overhead() -> None:
@@ -13,10 +7,15 @@ def test_requests_combine_containers_init_containers_sidecars_and_overhead() -> 
         {
             "metadata": {"name": "p", "namespace": "ns"},
             "spec": {
-                "containers": [container("500m", "1Gi"), container("250m", "1Gi")],
+                "containers": [
+                    container(requests={"cpu": "500m", "memory": "1Gi"}),
+                    container(requests={"cpu": "250m", "memory": "1Gi"}),
+                ],
                 "initContainers": [
-                    container("100m", restartPolicy="Always"),  # a sidecar: adds to the total
-                    container("2", "512Mi"),  # runs alone (plus earlier sidecars) before the rest
+                    # A sidecar: adds to the total.
+                    container(requests={"cpu": "100m"}, restart_policy="Always"),
+                    # Runs alone (plus earlier sidecars) before the rest.
+                    container(requests={"cpu": "2", "memory": "512Mi"}),
                 ],
                 "overhead": {"cpu": "10m"},
             },
@@ -29,7 +28,10 @@ def test_requests_combine_containers_init_containers_sidecars_and_overhead() -> 
 
 def test_non_zero_requests_default_missing_cpu_and_memory_for_scoring_only() -> None:
     pod = Pod.from_api(
-        {"metadata": {"name": "p"}, "spec": {"containers": [container(), container("0")]}}
+        {
+            "metadata": {"name": "p"},
+            "spec": {"containers": [container(), container(requests={"cpu": "0"})]},
+        }
     )
     assert pod.requests.milli_cpu == 0
     # Missing cpu counts 100m; an explicit 0 stays 0 (upstream NonMissingContainerRequests).
@@ -43,7 +45,7 @@ def test_pod_level_requests_replace_the_container_sum() -> None:
             "metadata": {"name": "p"},
             "spec": {
                 "resources": {"requests": {"cpu": "3"}},
-                "containers": [container("1", "1Gi")],
+                "containers": [container(requests={"cpu": "1", "memory": "1Gi"})],
             },
         }
     )

@@ -15,8 +15,7 @@ import pytest
 
 from opsche_daemon.model.node import Node, NodeInfo
 from opsche_daemon.model.plan import Plan, PlanStatus
-from opsche_daemon.model.pod import Owner, Pod
-from opsche_daemon.model.resources import Resources
+from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.selectors import Taint
 from opsche_daemon.model.snapshot import Snapshot
 from opsche_daemon.optimiser.cpsat import CpSatSolver
@@ -29,8 +28,8 @@ from opsche_daemon.optimiser.problem import (
     usage,
 )
 from opsche_daemon.optimiser.validate import validate_plan
+from tests.factories import GiB, controller, node, pod
 
-GiB = 2**30
 SCHEDULER = "opsche"
 
 
@@ -38,35 +37,25 @@ def never(_: Pod) -> bool:
     return False
 
 
-def node(name: str, cpu: int = 4000, *, pods: int = 110, taints: Sequence[Taint] = ()) -> Node:
-    return Node(name, allocatable=Resources(cpu, 16 * GiB, 0, pods), taints=tuple(taints))
-
-
 def running(name: str, on: str, cpu: int, *, owner: str = "", priority: int = 0) -> Pod:
-    owner = owner or name
-    return Pod(
-        "default",
-        name,
-        uid=f"uid-{name}",
-        scheduler_name=SCHEDULER,
-        node_name=on,
-        phase="Running",
-        priority=priority,
-        requests=Resources(cpu, GiB),
-        owner=Owner("ReplicaSet", owner, f"uid-{owner}"),
-    )
+    """A replica of ReplicaSet ``owner`` (its own name by default) with 1 GiB, running on ``on``."""
+    return _replica(name, cpu, on, owner, priority)
 
 
 def pending(name: str, cpu: int, *, owner: str = "", priority: int = 0) -> Pod:
-    owner = owner or name
-    return Pod(
-        "default",
+    """A pending replica of ReplicaSet ``owner`` (its own name by default) with 1 GiB."""
+    return _replica(name, cpu, "", owner, priority)
+
+
+def _replica(name: str, cpu: int, on: str, owner: str, priority: int) -> Pod:
+    return pod(
         name,
-        uid=f"uid-{name}",
-        scheduler_name=SCHEDULER,
+        cpu,
+        memory=GiB,
+        on=on,
         priority=priority,
-        requests=Resources(cpu, GiB),
-        owner=Owner("ReplicaSet", owner, f"uid-{owner}"),
+        scheduler=SCHEDULER,
+        owner=controller(owner or name),
     )
 
 
@@ -282,38 +271,37 @@ def test_capacity_is_never_exceeded_in_any_dimension(seed: int) -> None:
     rnd = random.Random(seed)
     gpu = "example.com/gpu"
     nodes = [
-        Node(
+        node(
             f"n{i}",
-            allocatable=Resources(
-                rnd.choice([2000, 4000]), rnd.choice([2, 4]) * GiB, 0, rnd.choice([3, 5]), {gpu: 2}
-            ),
+            rnd.choice([2000, 4000]),
+            memory=rnd.choice([2, 4]) * GiB,
+            pods=rnd.choice([3, 5]),
+            scalars={gpu: 2},
         )
         for i in range(4)
     ]
 
-    def pod(k: int, on: str | None) -> Pod:
-        owner = f"rs{k % 5}"
+    def replica(k: int, on: str | None) -> Pod:
         cpu, memory, gpus = [(500, GiB // 2, 0), (1000, GiB, 1), (1500, GiB, 0)][k % 3]
-        return Pod(
-            "default",
+        return pod(
             f"p{k}",
-            uid=f"uid-p{k}",
-            scheduler_name=SCHEDULER,
-            node_name=on or "",
-            phase="Running" if on else "Pending",
+            cpu,
+            memory=memory,
+            scalars={gpu: gpus} if gpus else None,
+            on=on or "",
             priority=[0, 100][k % 2],
-            requests=Resources(cpu, memory, 0, 0, {gpu: gpus} if gpus else {}),
-            owner=Owner("ReplicaSet", owner, f"uid-{owner}"),
+            scheduler=SCHEDULER,
+            owner=controller(f"rs{k % 5}"),
         )
 
     layout: dict[str, list[Pod]] = {n.name: [] for n in nodes}
-    room = {
+    room: dict[str, tuple[int, ...]] = {
         n.name: (n.allocatable.milli_cpu, n.allocatable.memory, n.allocatable.pods, 2)
         for n in nodes
     }
     waiting = []
     for k in range(24):
-        candidate = pod(k, None)
+        candidate = replica(k, None)
         r = candidate.requests
         need = (r.milli_cpu, r.memory, 1, r.get(gpu))
         target = next(
@@ -321,7 +309,7 @@ def test_capacity_is_never_exceeded_in_any_dimension(seed: int) -> None:
             None,
         )
         if target is not None and rnd.random() < 0.7:
-            layout[target.name].append(pod(k, target.name))
+            layout[target.name].append(replica(k, target.name))
             room[target.name] = tuple(y - x for x, y in zip(need, room[target.name], strict=True))
         else:
             waiting.append(candidate)

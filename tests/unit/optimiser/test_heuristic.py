@@ -16,7 +16,7 @@ import pytest
 
 from opsche_daemon.model.node import Node, NodeInfo
 from opsche_daemon.model.plan import Plan, PlanStatus
-from opsche_daemon.model.pod import Owner, Pod
+from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.resources import Resources
 from opsche_daemon.model.selectors import Taint, Toleration
 from opsche_daemon.model.snapshot import Snapshot
@@ -29,8 +29,9 @@ from opsche_daemon.optimiser.problem import (
     plan_from_solution,
     usage,
 )
+from tests import factories
+from tests.factories import GiB
 
-GiB = 2**30
 SCHEDULER = "opsche"
 GPU = "example.com/gpu"
 
@@ -45,12 +46,15 @@ def node(
     taints: tuple[Taint, ...] = (),
     labels: dict[str, str] | None = None,
 ) -> Node:
-    scalars = {GPU: gpus} if gpus else {}
-    return Node(
+    """A node labelled with its hostname, with ``gpus`` of ``GPU``."""
+    return factories.node(
         name,
+        cpu,
+        memory=memory,
+        pods=pods,
+        scalars={GPU: gpus} if gpus else None,
         labels={"kubernetes.io/hostname": name, **(labels or {})},
         taints=taints,
-        allocatable=Resources(cpu, memory, 0, pods, scalars),
     )
 
 
@@ -67,30 +71,24 @@ def pod(
     tolerate: bool = False,
 ) -> Pod:
     """A pod of this scheduler, running on ``on`` or pending; owned by ReplicaSet ``owner``."""
-    controller = owner or f"rs-{name}"
-    scalars = {GPU: gpus} if gpus else {}
-    return Pod(
-        "default",
+    return factories.pod(
         name,
-        uid=f"uid-{name}",
-        scheduler_name=SCHEDULER,
-        node_name=on,
-        phase="Running" if on else "Pending",
+        cpu,
+        memory=memory,
+        scalars={GPU: gpus} if gpus else None,
+        on=on,
         priority=priority,
-        requests=Resources(cpu, memory, 0, 0, scalars),
-        owner=Owner("ReplicaSet", controller, f"uid-{controller}"),
-        node_selector=selector or {},
+        scheduler=SCHEDULER,
+        owner=factories.controller(owner or f"rs-{name}"),
+        node_selector=selector,
         tolerations=(Toleration("dedicated", "Exists"),) if tolerate else (),
     )
 
 
-def snapshot(nodes: Sequence[Node], pods: Sequence[Pod]) -> Snapshot:
-    infos = [NodeInfo.build(n, tuple(p for p in pods if p.node_name == n.name)) for n in nodes]
-    return Snapshot.of(infos, tuple(p for p in pods if not p.node_name))
-
-
 def problem_of(nodes: Sequence[Node], pods: Sequence[Pod]) -> Problem:
-    return build_problem(snapshot(nodes, pods), scheduler_name=SCHEDULER, protected=lambda p: False)
+    return build_problem(
+        factories.snapshot_of(nodes, pods), scheduler_name=SCHEDULER, protected=lambda p: False
+    )
 
 
 def solve(problem: Problem, seconds: float = 30.0) -> tuple[Solution, Plan]:

@@ -1,60 +1,41 @@
-from opsche_daemon.daemon import is_protected
-from opsche_daemon.model.node import Node, NodeInfo
 from opsche_daemon.model.plan import Eviction, Move, Placement, Plan, PlanStatus
-from opsche_daemon.model.pod import Owner, Pod
-from opsche_daemon.model.resources import Resources
 from opsche_daemon.model.selectors import Taint
 from opsche_daemon.model.snapshot import Snapshot
 from opsche_daemon.optimiser.validate import validate_plan
+from opsche_daemon.safety import is_protected
+from tests.factories import GiB, controller, node, pod, snapshot_of
 
-OWNER = Owner("ReplicaSet", "rs", "u")
+OWNER = controller("rs", uid="u")
+MEMORY = 4 * GiB
 
 
 def snapshot() -> Snapshot:
-    n1 = Node("n1", allocatable=Resources(2000, 2**32, 0, 110))
-    n2 = Node(
-        "n2", allocatable=Resources(2000, 2**32, 0, 110), taints=(Taint("t", "", "NoSchedule"),)
-    )
-    n3 = Node("n3", allocatable=Resources(2000, 2**32, 0, 110), unschedulable=True)
+    n1 = node("n1", 2000, memory=MEMORY)
+    n2 = node("n2", 2000, memory=MEMORY, taints=(Taint("t", "", "NoSchedule"),))
+    n3 = node("n3", 2000, memory=MEMORY, unschedulable=True)
     running = (
-        Pod(
-            "ns",
-            "rs-a",
-            node_name="n1",
-            phase="Running",
-            scheduler_name="opsche",
-            requests=Resources(1500),
-            owner=OWNER,
-            priority=0,
-        ),
-        Pod(
-            "ns",
-            "bare",
-            node_name="n1",
-            phase="Running",
-            scheduler_name="opsche",
-            requests=Resources(250),
-        ),
-        Pod(
-            "kube-system",
-            "sys",
-            node_name="n1",
-            phase="Running",
-            scheduler_name="opsche",
-            requests=Resources(100),
-            owner=OWNER,
-        ),
+        pod("rs-a", 1500, namespace="ns", uid="", on="n1", scheduler="opsche", owner=OWNER),
+        pod("bare", 250, namespace="ns", uid="", on="n1", scheduler="opsche"),
+        pod("sys", 100, namespace="kube-system", uid="", on="n1", scheduler="opsche", owner=OWNER),
     )
-    pending = (
-        Pod("ns", "p", uid="u-p", scheduler_name="opsche", requests=Resources(1000), priority=10),
-    )
-    return Snapshot.of(
-        [NodeInfo.build(n1, running), NodeInfo.build(n2), NodeInfo.build(n3)], pending, generation=3
-    )
+    pending = (pod("p", 1000, namespace="ns", uid="u-p", scheduler="opsche", priority=10),)
+    return snapshot_of([n1, n2, n3], running + pending, generation=3)
 
 
-def validate(**parts: object) -> list[str]:
-    plan = Plan(generation=3, solver="t", status=PlanStatus.FEASIBLE, **parts)  # type: ignore[arg-type]
+def validate(
+    *,
+    placements: tuple[Placement, ...] = (),
+    moves: tuple[Move, ...] = (),
+    evictions: tuple[Eviction, ...] = (),
+) -> list[str]:
+    plan = Plan(
+        generation=3,
+        solver="t",
+        status=PlanStatus.FEASIBLE,
+        placements=placements,
+        moves=moves,
+        evictions=evictions,
+    )
     return validate_plan(plan, snapshot(), scheduler_name="opsche", protected=is_protected)
 
 

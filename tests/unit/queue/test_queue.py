@@ -2,9 +2,11 @@ import asyncio
 
 import pytest
 
+from opsche_daemon.config import QueueSettings
 from opsche_daemon.framework.interface import Code, Status
 from opsche_daemon.model.pod import Pod
-from opsche_daemon.queue import QueueSettings, SchedulingQueue
+from opsche_daemon.queue import QueuedPod, SchedulingQueue
+from tests.factories import pod
 
 
 class FakeClock:
@@ -13,10 +15,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def pod(name: str, priority: int = 0, gates: tuple[str, ...] = ()) -> Pod:
-    return Pod(namespace="ns", name=name, priority=priority, scheduling_gates=gates)
 
 
 def gate(p: Pod) -> Status:
@@ -41,12 +39,16 @@ async def pop_now(queue: SchedulingQueue) -> str:
 
 
 async def test_pops_by_priority_then_arrival(queue: SchedulingQueue, clock: FakeClock) -> None:
-    queue.add(pod("low", 1))
+    queue.add(pod("low", priority=1))
     clock.now += 1
-    queue.add(pod("high", 10))
+    queue.add(pod("high", priority=10))
     clock.now += 1
-    queue.add(pod("low-later", 1))
-    assert [await pop_now(queue) for _ in range(3)] == ["ns/high", "ns/low", "ns/low-later"]
+    queue.add(pod("low-later", priority=1))
+    assert [await pop_now(queue) for _ in range(3)] == [
+        "default/high",
+        "default/low",
+        "default/low-later",
+    ]
 
 
 async def test_gated_pods_wait_until_their_gates_are_removed(queue: SchedulingQueue) -> None:
@@ -54,7 +56,7 @@ async def test_gated_pods_wait_until_their_gates_are_removed(queue: SchedulingQu
     assert queue.counts()["gated"] == 1
     queue.update(pod("g"))
     assert queue.counts() == {"active": 1, "backoff": 0, "unschedulable": 0, "gated": 0}
-    assert await pop_now(queue) == "ns/g"
+    assert await pop_now(queue) == "default/g"
 
 
 async def test_backoff_doubles_from_one_second_up_to_ten(
@@ -77,11 +79,11 @@ async def test_unschedulable_pods_park_until_an_event_moves_them(
     queue.add(pod("p"))
     info = await pop_now_info(queue)
     queue.requeue_unschedulable(info, {"NodeResourcesFit"}, queue.scheduling_cycle)
-    assert queue.where("ns/p") == "unschedulable"
+    assert queue.where("default/p") == "unschedulable"
     clock.now += 60
     assert queue.flush_backoff_completed() == 0  # parked pods do not leave on backoff expiry
     assert queue.move_all_to_active_or_backoff("NodeAdd") == 1
-    assert queue.where("ns/p") == "active"
+    assert queue.where("default/p") == "active"
 
 
 async def test_an_event_during_the_cycle_sends_the_pod_to_backoff_not_the_pool(
@@ -92,7 +94,7 @@ async def test_an_event_during_the_cycle_sends_the_pod_to_backoff_not_the_pool(
     cycle = queue.scheduling_cycle
     queue.move_all_to_active_or_backoff("AssignedPodDelete")  # arrives while p is in flight
     queue.requeue_unschedulable(info, {"NodeResourcesFit"}, cycle)
-    assert queue.where("ns/p") == "backoff"
+    assert queue.where("default/p") == "backoff"
 
 
 async def test_leftover_flush_releases_pods_parked_for_five_minutes(
@@ -105,14 +107,14 @@ async def test_leftover_flush_releases_pods_parked_for_five_minutes(
     assert queue.flush_unschedulable_leftover() == 0
     clock.now += 1
     assert queue.flush_unschedulable_leftover() == 1
-    assert queue.where("ns/p") == "active"
+    assert queue.where("default/p") == "active"
 
 
 async def test_deleted_pods_are_never_popped(queue: SchedulingQueue) -> None:
     queue.add(pod("a"))
     queue.add(pod("b"))
-    queue.delete("ns/a")
-    assert await pop_now(queue) == "ns/b"
+    queue.delete("default/a")
+    assert await pop_now(queue) == "default/b"
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(queue.pop(), 0.05)
 
@@ -125,7 +127,7 @@ async def test_close_wakes_a_waiting_pop(queue: SchedulingQueue) -> None:
         await asyncio.wait_for(waiter, 1)
 
 
-async def pop_now_info(queue: SchedulingQueue):  # type: ignore[no-untyped-def]
+async def pop_now_info(queue: SchedulingQueue) -> QueuedPod:
     return await asyncio.wait_for(queue.pop(), 1)
 
 
@@ -135,7 +137,11 @@ async def test_pool_sizes_stay_exact_through_every_transition(
     def recount() -> dict[str, int]:
         pools = ("active", "backoff", "unschedulable", "gated")
         return {
-            p: sum(1 for k in ("ns/a", "ns/b", "ns/c", "ns/g") if queue.where(k) == p)
+            p: sum(
+                1
+                for k in ("default/a", "default/b", "default/c", "default/g")
+                if queue.where(k) == p
+            )
             for p in pools
         }
 
@@ -151,7 +157,7 @@ async def test_pool_sizes_stay_exact_through_every_transition(
     second = await pop_now_info(queue)
     queue.requeue_error(second)
     assert queue.counts() == recount()
-    queue.delete("ns/c")
+    queue.delete("default/c")
     queue.update(pod("g"))
     clock.now += 20
     queue.flush_backoff_completed()

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 import pytest
 
 from opsche_daemon.cache import Cache
-from opsche_daemon.daemon import is_protected
+from opsche_daemon.config import QueueSettings
 from opsche_daemon.framework.interface import PostFilterResult
 from opsche_daemon.framework.plugins.default_preemption import DefaultPreemption
 from opsche_daemon.framework.registry import build_framework
@@ -19,9 +19,11 @@ from opsche_daemon.framework.runtime import Framework
 from opsche_daemon.metrics import Metrics
 from opsche_daemon.model.node import Node
 from opsche_daemon.model.pod import Pod
-from opsche_daemon.model.resources import Resources
-from opsche_daemon.queue import QueueSettings, SchedulingQueue
+from opsche_daemon.queue import SchedulingQueue
+from opsche_daemon.safety import is_protected
 from opsche_daemon.scheduler import Binder, Scheduler
+from tests import factories
+from tests.factories import node
 
 NAME = "opsche"
 TIMEOUT = 5.0
@@ -98,10 +100,6 @@ class FakeBinder(Binder):
         return [e for e in self.events if e.pod == key and e.reason == reason]
 
 
-def node(name: str, cpu: int = 4000) -> Node:
-    return Node(name=name, allocatable=Resources(milli_cpu=cpu, memory=2**34, pods=110))
-
-
 def pod(
     name: str,
     cpu: int = 1000,
@@ -112,17 +110,17 @@ def pod(
     phase: str | None = None,
     created: float = 0.0,
 ) -> Pod:
-    requests = Resources(milli_cpu=cpu, memory=2**20)
-    return Pod(
+    """A pod of this scheduler (by default) with 1 MiB, the same requests for fit and scoring."""
+    return factories.pod(
+        name,
+        cpu,
+        memory=2**20,
+        non_zero=True,
         namespace="ns",
-        name=name,
-        uid=f"uid-{name}",
-        scheduler_name=scheduler,
-        node_name=node_name,
-        phase=phase or ("Running" if node_name else "Pending"),
+        on=node_name,
+        phase=phase,
         priority=priority,
-        requests=requests,
-        non_zero_requests=requests,
+        scheduler=scheduler,
         created=created,
     )
 
@@ -182,7 +180,7 @@ def make_env(*, preemption: bool = False, nodes: tuple[Node, ...] = ()) -> Env:
     )
     holder["s"] = scheduler
     for n in nodes:
-        scheduler.node_changed(n)
+        scheduler.events.node_changed(n)
     return Env(scheduler, binder, queue, cache, clock, metrics)
 
 
@@ -197,8 +195,8 @@ async def env() -> AsyncIterator[Env]:
 # ---------------------------------------------------------------------- 1. the happy path
 async def test_pending_pod_is_enqueued_assumed_on_the_best_node_and_bound() -> None:
     e = make_env(nodes=(node("busy"), node("idle")))
-    e.scheduler.pod_changed(pod("existing", 3000, node_name="busy"))
-    e.scheduler.pod_changed(pod("p", 500))
+    e.scheduler.events.pod_changed(pod("existing", 3000, node_name="busy"))
+    e.scheduler.events.pod_changed(pod("p", 500))
     assert e.queue.where("ns/p") == "active"
     assert e.sample("opsche_queue_incoming_pods_total", {"queue": "active", "event": "PodAdd"}) == 1
 
@@ -221,14 +219,14 @@ async def test_pending_pod_is_enqueued_assumed_on_the_best_node_and_bound() -> N
     ]
     assert e.sample("opsche_schedule_attempts_total", {"result": "scheduled", "profile": NAME}) == 1
     # The watch then confirms the binding.
-    e.scheduler.pod_changed(replace(info.pod, node_name="idle", phase="Running"))
+    e.scheduler.events.pod_changed(replace(info.pod, node_name="idle", phase="Running"))
     assert not e.cache.is_assumed("ns/p")
     assert e.free_cpu("idle") == 3500
 
 
 # ---------------------------------------------------------------------- 2. intake filter
 async def test_pods_this_scheduler_is_not_responsible_for_are_not_enqueued(env: Env) -> None:
-    s = env.scheduler
+    s = env.scheduler.events
     s.pod_changed(pod("other", scheduler="default-scheduler"))
     s.pod_changed(pod("bound", node_name="n1"))
     s.pod_changed(pod("done", phase="Succeeded"))
@@ -242,7 +240,7 @@ async def test_pods_this_scheduler_is_not_responsible_for_are_not_enqueued(env: 
 
 
 async def test_a_queued_pod_leaves_the_queue_when_bound_elsewhere_or_deleting(env: Env) -> None:
-    s = env.scheduler
+    s = env.scheduler.events
     s.pod_changed(pod("a"))
     s.pod_changed(pod("b"))
     assert env.queue.counts()["active"] == 2
@@ -260,7 +258,7 @@ async def test_a_burst_lands_on_distinct_nodes_while_binds_are_in_flight() -> No
     e = make_env(nodes=tuple(node(n, 2000) for n in names))
     e.binder.block = True
     for i in range(3):
-        e.scheduler.pod_changed(pod(f"p{i}", 1500))
+        e.scheduler.events.pod_changed(pod(f"p{i}", 1500))
     for _ in range(3):
         info = await asyncio.wait_for(e.queue.pop(), TIMEOUT)
         await e.scheduler.schedule_one(info)
@@ -271,7 +269,7 @@ async def test_a_burst_lands_on_distinct_nodes_while_binds_are_in_flight() -> No
     assert all(e.free_cpu(n) == 500 for n in names)
 
     # A fourth pod of the same size fits nowhere while the others are only assumed.
-    e.scheduler.pod_changed(pod("p3", 1500))
+    e.scheduler.events.pod_changed(pod("p3", 1500))
     info = await asyncio.wait_for(e.queue.pop(), TIMEOUT)
     await e.scheduler.schedule_one(info)
     assert e.queue.where("ns/p3") == "unschedulable"
@@ -287,7 +285,7 @@ async def test_a_burst_lands_on_distinct_nodes_while_binds_are_in_flight() -> No
 # ---------------------------------------------------------------------- 4. failed bind
 async def test_a_failed_bind_forgets_the_assumption_and_backs_off(env: Env) -> None:
     env.binder.fail_with = RuntimeError("conflict: pod already bound")
-    env.scheduler.pod_changed(pod("p", 3000))
+    env.scheduler.events.pod_changed(pod("p", 3000))
     await env.cycle()
 
     assert len(env.binder.bind_calls) == 1
@@ -325,11 +323,11 @@ async def test_a_pod_deleted_while_its_bind_fails_is_not_requeued(env: Env) -> N
     env.binder.block = True
     env.binder.fail_with = RuntimeError('pods "p" not found')
     p = pod("p", 3000)
-    env.scheduler.pod_changed(p)
+    env.scheduler.events.pod_changed(p)
     info = await asyncio.wait_for(env.queue.pop(), TIMEOUT)
     await env.scheduler.schedule_one(info)
     await env.binder.wait_until(lambda: len(env.binder.bind_calls) == 1)
-    env.scheduler.pod_deleted(p)
+    env.scheduler.events.pod_deleted(p)
     env.binder.release.set()
     await env.scheduler.drain(TIMEOUT)
 
@@ -342,7 +340,7 @@ async def test_a_pod_deleted_while_its_bind_fails_is_not_requeued(env: Env) -> N
 # ---------------------------------------------------------------------- 5. nothing fits
 async def test_unschedulable_pod_is_reported_parked_and_moved_by_a_new_node() -> None:
     e = make_env(preemption=True, nodes=(node("n1"), node("n2")))
-    e.scheduler.pod_changed(pod("big", 6000))
+    e.scheduler.events.pod_changed(pod("big", 6000))
     await e.cycle()
 
     expected = (
@@ -366,10 +364,10 @@ async def test_unschedulable_pod_is_reported_parked_and_moved_by_a_new_node() ->
 
     # An update of a known node that cannot help leaves it parked.
     e.clock.now += 1.0  # past the first backoff, so a move goes straight to active
-    e.scheduler.node_changed(replace(node("n1"), resource_version="2"))
+    e.scheduler.events.node_changed(replace(node("n1"), resource_version="2"))
     assert e.queue.where("ns/big") == "unschedulable"
 
-    e.scheduler.node_changed(node("huge", 8000))
+    e.scheduler.events.node_changed(node("huge", 8000))
     assert e.queue.where("ns/big") == "active"
     assert (
         e.sample("opsche_queue_incoming_pods_total", {"queue": "active", "event": "NodeAdd"}) == 1
@@ -381,11 +379,11 @@ async def test_unschedulable_pod_is_reported_parked_and_moved_by_a_new_node() ->
 
 async def test_a_move_during_backoff_sends_the_pod_to_backoff_not_active() -> None:
     e = make_env(nodes=(node("n1"),))
-    e.scheduler.pod_changed(pod("big", 6000))
+    e.scheduler.events.pod_changed(pod("big", 6000))
     await e.cycle()
     # Without preemption the message is the bare FitError.
     assert e.binder.conditions == [("ns/big", "0/1 nodes are available: 1 Insufficient cpu.", None)]
-    e.scheduler.node_changed(node("huge", 8000))
+    e.scheduler.events.node_changed(node("huge", 8000))
     assert e.queue.where("ns/big") == "backoff"
     e.clock.now += 1.0
     assert e.queue.flush_backoff_completed() == 1
@@ -396,7 +394,7 @@ async def test_a_move_during_backoff_sends_the_pod_to_backoff_not_active() -> No
 # ---------------------------------------------------------------------- 6. preemption
 async def test_preemption_evicts_the_lowest_priority_victim_and_nominates_the_node() -> None:
     e = make_env(preemption=True, nodes=(node("n1"), node("n2")))
-    s = e.scheduler
+    s = e.scheduler.events
     s.pod_changed(pod("low", 2000, node_name="n1", priority=0))
     s.pod_changed(pod("mid", 2000, node_name="n1", priority=5))
     s.pod_changed(pod("n2-a", 2000, node_name="n2", priority=50))
@@ -410,7 +408,7 @@ async def test_preemption_evicts_the_lowest_priority_victim_and_nominates_the_no
     assert preemptor == "ns/high"
     assert result.nominated_node == "n1"
     assert [v.key for v in result.victims] == ["ns/low"]
-    assert s.nominated() == {"n1": [high]}
+    assert e.scheduler.nominated() == {"n1": [high]}
     assert e.binder.bind_calls == []
     assert len(e.binder.conditions) == 1
     key, message, nominated = e.binder.conditions[0]
@@ -428,20 +426,20 @@ async def test_preemption_evicts_the_lowest_priority_victim_and_nominates_the_no
     await e.cycle()
     assert e.binder.bind_calls == []
     assert e.queue.where("ns/sneaky") in ("unschedulable", "backoff")
-    assert s.nominated() == {"n1": [high]}
+    assert e.scheduler.nominated() == {"n1": [high]}
     # Once its backoff is over, the preemptor binds to its nominated node.
     e.clock.now += 1.0
     assert e.queue.flush_backoff_completed() == 1
     await e.cycle()
     assert e.binder.bound == [("ns/high", "n1")]
-    assert s.nominated() == {}
+    assert e.scheduler.nominated() == {}
 
 
 async def test_a_refused_eviction_does_not_nominate() -> None:
     e = make_env(preemption=True, nodes=(node("n1"),))
     e.binder.preempt_ok = False
-    e.scheduler.pod_changed(pod("low", 4000, node_name="n1"))
-    e.scheduler.pod_changed(pod("high", 2000, priority=100))
+    e.scheduler.events.pod_changed(pod("low", 4000, node_name="n1"))
+    e.scheduler.events.pod_changed(pod("high", 2000, priority=100))
     await e.cycle()
     assert len(e.binder.preemptions) == 1
     assert e.scheduler.nominated() == {}
@@ -456,8 +454,10 @@ async def test_a_refused_eviction_does_not_nominate() -> None:
 
 async def test_protected_pods_are_never_victims() -> None:
     e = make_env(preemption=True, nodes=(node("n1"),))
-    e.scheduler.pod_changed(replace(pod("dns", 4000, node_name="n1"), namespace="kube-system"))
-    e.scheduler.pod_changed(pod("high", 2000, priority=100))
+    e.scheduler.events.pod_changed(
+        replace(pod("dns", 4000, node_name="n1"), namespace="kube-system")
+    )
+    e.scheduler.events.pod_changed(pod("high", 2000, priority=100))
     await e.cycle()
     assert e.binder.preemptions == []
     assert e.scheduler.nominated() == {}
@@ -466,7 +466,7 @@ async def test_protected_pods_are_never_victims() -> None:
 
 # ---------------------------------------------------------------------- 7. pod deletion moves
 async def test_deleting_a_bound_pod_moves_parked_pods(env: Env) -> None:
-    s = env.scheduler
+    s = env.scheduler.events
     s.pod_changed(pod("a", 4000, node_name="n1"))
     s.pod_changed(pod("b", 4000, node_name="n2"))
     s.pod_changed(pod("waiting", 3000))
@@ -510,7 +510,7 @@ async def test_run_schedules_several_pods_in_one_turn() -> None:
     assumed_at_bind: list[int] = []
     e.binder.on_bind = lambda _p, _n: assumed_at_bind.append(e.cache.stats().assumed_pods)
     for i in range(4):
-        e.scheduler.pod_changed(pod(f"p{i}", 1000))
+        e.scheduler.events.pod_changed(pod(f"p{i}", 1000))
     async with running(e.scheduler) as task:
         await e.binder.wait_until(lambda: len(e.binder.bound) == 4)
         assert not task.done()
@@ -527,7 +527,7 @@ async def test_run_yields_between_turns_when_the_budget_is_spent() -> None:
     assumed_at_bind: list[int] = []
     e.binder.on_bind = lambda _p, _n: assumed_at_bind.append(e.cache.stats().assumed_pods)
     for i in range(3):
-        e.scheduler.pod_changed(pod(f"p{i}", 1000))
+        e.scheduler.events.pod_changed(pod(f"p{i}", 1000))
     async with running(e.scheduler):
         await e.binder.wait_until(lambda: len(e.binder.bound) == 3)
     assert assumed_at_bind[0] == 1
@@ -536,12 +536,12 @@ async def test_run_yields_between_turns_when_the_budget_is_spent() -> None:
 async def test_run_waits_for_new_pods_and_survives_a_failing_cycle() -> None:
     e = make_env(nodes=(node("n1"),))
     async with running(e.scheduler) as task:
-        e.scheduler.pod_changed(pod("first"))
+        e.scheduler.events.pod_changed(pod("first"))
         await e.binder.wait_until(lambda: len(e.binder.bound) == 1)
         # A pod no node fits does not stop the loop.
-        e.scheduler.pod_changed(pod("too-big", 9000))
+        e.scheduler.events.pod_changed(pod("too-big", 9000))
         await e.binder.wait_until(lambda: len(e.binder.conditions) == 1)
-        e.scheduler.pod_changed(pod("second"))
+        e.scheduler.events.pod_changed(pod("second"))
         await e.binder.wait_until(lambda: len(e.binder.bound) == 2)
         assert not task.done()
     assert [k for k, _ in e.binder.bound] == ["ns/first", "ns/second"]

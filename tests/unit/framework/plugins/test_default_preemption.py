@@ -7,13 +7,15 @@ come from an actual Filter pass (``find_feasible``) as the scheduler would hand 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import pytest
 
 from opsche_daemon.framework.interface import (
     Code,
     CycleState,
+    Plugin,
     PluginArgsError,
     PostFilterResult,
     Status,
@@ -28,17 +30,13 @@ from opsche_daemon.framework.plugins.default_preemption import (
 )
 from opsche_daemon.framework.plugins.node_resources_fit import NodeResourcesFit
 from opsche_daemon.framework.runtime import Framework
-from opsche_daemon.model.node import Node, NodeInfo
+from opsche_daemon.model.node import NodeInfo
 from opsche_daemon.model.pod import Owner, Pod
-from opsche_daemon.model.resources import Resources
 from opsche_daemon.model.selectors import LabelSelector
 from opsche_daemon.model.snapshot import DisruptionBudget, Snapshot
+from tests.factories import node, pod, snapshot_of
 
 # ---------------------------------------------------------------------------------- builders
-
-
-def mk_node(name: str, cpu: int = 1000, pods: int = 110) -> Node:
-    return Node(name, allocatable=Resources(milli_cpu=cpu, memory=10**12, pods=pods))
 
 
 def mk_pod(
@@ -55,32 +53,21 @@ def mk_pod(
     deleting: bool = False,
     owner: Owner | None = None,
 ) -> Pod:
-    requests = Resources(milli_cpu=cpu)
-    return Pod(
+    """A preemptor or victim: priority and cpu come first, as in upstream's ``MakePod()``."""
+    return pod(
+        name,
+        cpu,
+        non_zero=True,
         namespace=namespace,
-        name=name,
-        uid=f"uid-{name}",
-        labels=dict(labels or {}),
-        node_name=node,
-        nominated_node_name=nominated,
-        phase="Running" if node else "Pending",
+        labels=labels,
+        on=node,
+        nominated=nominated,
         priority=priority,
         preemption_policy=preemption_policy,
-        requests=requests,
-        non_zero_requests=requests,
         owner=owner,
         created=created,
         deleting=deleting,
     )
-
-
-def mk_snapshot(
-    nodes: Sequence[Node],
-    pods: Sequence[Pod],
-    budgets: tuple[DisruptionBudget, ...] = (),
-) -> Snapshot:
-    infos = [NodeInfo.build(n, tuple(p for p in pods if p.node_name == n.name)) for n in nodes]
-    return Snapshot.of(infos, disruption_budgets=budgets)
 
 
 def mk_budget(
@@ -121,8 +108,8 @@ class ErrorOnNode:
         return Status.success()
 
 
-def mk_framework(*extra: object) -> Framework:
-    return Framework([NodeResourcesFit(), *extra], {})  # type: ignore[list-item]
+def mk_framework(*extra: Plugin) -> Framework:
+    return Framework([NodeResourcesFit(), *extra], {})
 
 
 def run(
@@ -131,7 +118,11 @@ def run(
     *,
     framework: Framework | None = None,
     statuses: dict[str, Status] | None = None,
-    **kwargs: object,
+    args: Mapping[str, Any] | None = None,
+    respect_pdbs: bool = False,
+    protected: Callable[[Pod], bool] | None = None,
+    rng: random.Random | None = None,
+    nominated: Callable[[], Mapping[str, Sequence[Pod]]] | None = None,
 ) -> tuple[PostFilterResult | None, Status]:
     """Filter like the scheduler (unless ``statuses`` is given), then run PostFilter."""
     fw = framework or mk_framework()
@@ -139,8 +130,14 @@ def run(
         feasible, diagnosis = fw.find_feasible(CycleState(snapshot), preemptor)
         assert feasible == [], "the preemptor must not fit anywhere for these tests"
         statuses = diagnosis.node_statuses
-    kwargs.setdefault("rng", FixedOffset(0))
-    plugin = DefaultPreemption(lambda: fw, **kwargs)  # type: ignore[arg-type]
+    plugin = DefaultPreemption(
+        lambda: fw,
+        args,
+        respect_pdbs=respect_pdbs,
+        protected=protected,
+        rng=rng or FixedOffset(0),
+        nominated=nominated,
+    )
     return plugin.post_filter(CycleState(snapshot), preemptor, statuses)
 
 
@@ -157,7 +154,7 @@ def test_minimal_victims_after_reprieve() -> None:
         mk_pod("b", 2, 500, node="n1"),
         mk_pod("c", 3, 300, node="n1"),
     ]
-    result, status = run(mk_snapshot([mk_node("n1")], pods), mk_pod("p", 10, 500))
+    result, status = run(snapshot_of([node("n1", 1000)], pods), mk_pod("p", 10, 500))
     assert status.ok
     assert result is not None
     # c (300) reprieved first, b (500) does not fit back, a (200) fits back.
@@ -172,14 +169,14 @@ def test_victims_sorted_most_important_first() -> None:
         mk_pod("mid", 5, 400, node="n1"),
         mk_pod("low-new", 1, 200, node="n1", created=5),
     ]
-    result, _ = run(mk_snapshot([mk_node("n1")], pods), mk_pod("p", 10, 1000))
+    result, _ = run(snapshot_of([node("n1", 1000)], pods), mk_pod("p", 10, 1000))
     assert result is not None
     assert keys(result.victims) == ["mid", "low-old", "low-new"]
 
 
 def test_equal_or_higher_priority_pods_are_never_victims() -> None:
     pods = [mk_pod("same", 10, 600, node="n1"), mk_pod("higher", 20, 300, node="n1")]
-    result, status = run(mk_snapshot([mk_node("n1")], pods), mk_pod("p", 10, 500))
+    result, status = run(snapshot_of([node("n1", 1000)], pods), mk_pod("p", 10, 500))
     assert result is None
     assert status.code == Code.UNSCHEDULABLE
     assert status.plugin == DefaultPreemption.NAME
@@ -190,7 +187,7 @@ def test_equal_or_higher_priority_pods_are_never_victims() -> None:
 
 def test_nominated_pods_of_higher_priority_keep_their_room() -> None:
     pods = [mk_pod("a", 1, 300, node="n1"), mk_pod("b", 1, 300, node="n1", created=1)]
-    snapshot = mk_snapshot([mk_node("n1")], pods)
+    snapshot = snapshot_of([node("n1", 1000)], pods)
     preemptor = mk_pod("p", 10, 500)
     result, _ = run(snapshot, preemptor)
     assert result is not None
@@ -208,19 +205,19 @@ def test_protected_pods_are_never_victims() -> None:
         mk_pod("agent", 0, 900, node="n2", owner=daemon),
         mk_pod("app", 0, 900, node="n3"),
     ]
-    nodes = [mk_node("n1"), mk_node("n2"), mk_node("n3")]
+    nodes = [node("n1", 1000), node("n2", 1000), node("n3", 1000)]
 
     def protected(pod: Pod) -> bool:
         return pod.namespace == "kube-system" or pod.is_daemonset or pod.is_mirror
 
-    result, status = run(mk_snapshot(nodes, pods), mk_pod("p", 10, 500), protected=protected)
+    result, status = run(snapshot_of(nodes, pods), mk_pod("p", 10, 500), protected=protected)
     assert status.ok
     assert result is not None
     assert result.nominated_node == "n3"
     assert keys(result.victims) == ["app"]
 
     result, status = run(
-        mk_snapshot(nodes[:2], pods[:2]), mk_pod("p", 10, 500), protected=protected
+        snapshot_of(nodes[:2], pods[:2]), mk_pod("p", 10, 500), protected=protected
     )
     assert result is None
     assert status.message == (
@@ -232,14 +229,14 @@ def test_protected_pods_are_never_victims() -> None:
 
 
 def test_unresolvable_nodes_are_skipped_and_message_mixes_reasons() -> None:
-    nodes = [mk_node("n1"), mk_node("n2"), mk_node("n3", cpu=100)]
+    nodes = [node("n1", 1000), node("n2", 1000), node("n3", 100)]
     pods = [
         mk_pod("high", 100, 800, node="n1"),
         mk_pod("low", 0, 100, node="n1"),  # evicting it is not enough
         mk_pod("peer", 10, 900, node="n2"),  # same priority: no victims
     ]
     preemptor = mk_pod("p", 10, 300)
-    snapshot = mk_snapshot(nodes, pods)
+    snapshot = snapshot_of(nodes, pods)
     fw = mk_framework()
     _, diagnosis = fw.find_feasible(CycleState(snapshot), preemptor)
     assert diagnosis.node_statuses["n3"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -257,14 +254,14 @@ def test_unresolvable_node_is_not_a_candidate_even_with_victims() -> None:
     pods = [mk_pod("low", 0, 900, node="n1")]
     statuses = {"n1": Status.unresolvable("SomePlugin", "node(s) didn't match")}
     result, status = run(
-        mk_snapshot([mk_node("n1")], pods), mk_pod("p", 10, 500), statuses=statuses
+        snapshot_of([node("n1", 1000)], pods), mk_pod("p", 10, 500), statuses=statuses
     )
     assert result is None
     assert status.message == f"preemption: 0/1 nodes are available: 1 {NOT_HELPFUL}."
 
 
 def test_nodes_without_status_count_as_not_helpful() -> None:
-    nodes = [mk_node("n1"), mk_node("n2"), mk_node("n3"), mk_node("n4")]
+    nodes = [node("n1", 1000), node("n2", 1000), node("n3", 1000), node("n4", 1000)]
     pods = [mk_pod("high1", 100, 900, node="n1"), mk_pod("high2", 100, 900, node="n2")]
     pods += [mk_pod("low1", 0, 50, node="n1"), mk_pod("low2", 0, 50, node="n2")]
     statuses = {
@@ -272,7 +269,7 @@ def test_nodes_without_status_count_as_not_helpful() -> None:
         "n2": Status.unschedulable("NodeResourcesFit", "Insufficient cpu"),
         "n4": Status.unresolvable("NodeAffinity", "node(s) didn't match"),
     }
-    result, status = run(mk_snapshot(nodes, pods), mk_pod("p", 10, 300), statuses=statuses)
+    result, status = run(snapshot_of(nodes, pods), mk_pod("p", 10, 300), statuses=statuses)
     assert result is None
     assert status.message == (
         "preemption: 0/4 nodes are available: 2 Insufficient cpu, "
@@ -281,18 +278,18 @@ def test_nodes_without_status_count_as_not_helpful() -> None:
 
 
 def test_chooses_node_with_lowest_priority_victims() -> None:
-    nodes = [mk_node("n1"), mk_node("n2")]
+    nodes = [node("n1", 1000), node("n2", 1000)]
     pods = [mk_pod("mid", 5, 900, node="n1"), mk_pod("low", 1, 900, node="n2")]
-    result, _ = run(mk_snapshot(nodes, pods), mk_pod("p", 10, 500))
+    result, _ = run(snapshot_of(nodes, pods), mk_pod("p", 10, 500))
     assert result is not None
     assert result.nominated_node == "n2"
     assert keys(result.victims) == ["low"]
 
 
 def test_random_offset_decides_among_ties_and_dry_run_stops_early() -> None:
-    nodes = [mk_node(f"n{i}") for i in range(1, 5)]
+    nodes = [node(f"n{i}", 1000) for i in range(1, 5)]
     pods = [mk_pod(f"v{i}", 0, 900, node=f"n{i}") for i in range(1, 5)]
-    snapshot = mk_snapshot(nodes, pods)
+    snapshot = snapshot_of(nodes, pods)
     args = {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 1}
     for offset, expected in ((0, "n1"), (2, "n3"), (5, "n2")):
         result, _ = run(snapshot, mk_pod("p", 10, 500), args=args, rng=FixedOffset(offset))
@@ -305,22 +302,24 @@ def test_random_offset_decides_among_ties_and_dry_run_stops_early() -> None:
 
 
 def test_dry_run_keeps_looking_until_a_pdb_clean_candidate() -> None:
-    nodes = [mk_node("n1"), mk_node("n2")]
+    nodes = [node("n1", 1000), node("n2", 1000)]
     pods = [
         mk_pod("guarded", 0, 900, node="n1", labels={"app": "db"}),
         mk_pod("free", 5, 900, node="n2"),
     ]
     budgets = (mk_budget(0, {"app": "db"}),)
     args = {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 1}
-    result, _ = run(mk_snapshot(nodes, pods, budgets), mk_pod("p", 10, 500), args=args)
+    result, _ = run(
+        snapshot_of(nodes, pods, disruption_budgets=budgets), mk_pod("p", 10, 500), args=args
+    )
     assert result is not None
     assert result.nominated_node == "n2"  # fewer PDB violations beats lower victim priority
 
 
 def test_internal_error_on_one_node_does_not_stop_the_others() -> None:
-    nodes = [mk_node("bad"), mk_node("good")]
+    nodes = [node("bad", 1000), node("good", 1000)]
     pods = [mk_pod("v1", 0, 900, node="bad"), mk_pod("v2", 0, 900, node="good")]
-    snapshot = mk_snapshot(nodes, pods)
+    snapshot = snapshot_of(nodes, pods)
     statuses = {n.name: Status.unschedulable("NodeResourcesFit", "Insufficient cpu") for n in nodes}
     fw = mk_framework(ErrorOnNode("bad"))
     result, status = run(snapshot, mk_pod("p", 10, 500), framework=fw, statuses=statuses)
@@ -329,7 +328,7 @@ def test_internal_error_on_one_node_does_not_stop_the_others() -> None:
     assert result.nominated_node == "good"
 
     result, status = run(
-        mk_snapshot(nodes[:1], pods[:1]),
+        snapshot_of(nodes[:1], pods[:1]),
         mk_pod("p", 10, 500),
         framework=fw,
         statuses={"bad": statuses["bad"]},
@@ -345,7 +344,7 @@ def test_internal_error_on_one_node_does_not_stop_the_others() -> None:
 def test_preemption_policy_never() -> None:
     pods = [mk_pod("low", 0, 900, node="n1")]
     preemptor = mk_pod("p", 10, 500, preemption_policy="Never")
-    result, status = run(mk_snapshot([mk_node("n1")], pods), preemptor)
+    result, status = run(snapshot_of([node("n1", 1000)], pods), preemptor)
     assert result is None
     assert status.code == Code.UNSCHEDULABLE
     assert status.message == "preemption: not eligible due to preemptionPolicy=Never."
@@ -356,7 +355,7 @@ def test_waits_for_terminating_victim_on_nominated_node() -> None:
         mk_pod("leaving", 0, 600, node="n1", deleting=True),
         mk_pod("low", 0, 300, node="n1"),
     ]
-    snapshot = mk_snapshot([mk_node("n1")], pods)
+    snapshot = snapshot_of([node("n1", 1000)], pods)
     preemptor = mk_pod("p", 10, 500, nominated="n1")
     result, status = run(snapshot, preemptor)
     assert result is None
@@ -366,18 +365,18 @@ def test_waits_for_terminating_victim_on_nominated_node() -> None:
 
     # A terminating pod of equal priority does not count.
     same = [mk_pod("leaving", 10, 400, node="n1", deleting=True), mk_pod("low", 0, 400, node="n1")]
-    result, _ = run(mk_snapshot([mk_node("n1")], same), preemptor)
+    result, _ = run(snapshot_of([node("n1", 1000)], same), preemptor)
     assert result is not None
     assert keys(result.victims) == ["low"]
 
     # Nominated node became unresolvable: preempt elsewhere.
-    nodes = [mk_node("n1"), mk_node("n2")]
+    nodes = [node("n1", 1000), node("n2", 1000)]
     other = [*pods, mk_pod("other", 0, 900, node="n2")]
     statuses = {
         "n1": Status.unresolvable("NodeUnschedulable", "node(s) were unschedulable"),
         "n2": Status.unschedulable("NodeResourcesFit", "Insufficient cpu"),
     }
-    result, status = run(mk_snapshot(nodes, other), preemptor, statuses=statuses)
+    result, status = run(snapshot_of(nodes, other), preemptor, statuses=statuses)
     assert status.ok
     assert result is not None
     assert result.nominated_node == "n2"
@@ -409,7 +408,9 @@ def test_pdb_violations_counted_for_evicted_violators() -> None:
         mk_pod("a", 1, 500, node="n1", labels={"app": "x"}),
         mk_pod("b", 1, 500, node="n1", labels={"app": "x"}, created=1),
     ]
-    snapshot = mk_snapshot([mk_node("n1")], pods, (mk_budget(1, {"app": "x"}),))
+    snapshot = snapshot_of(
+        [node("n1", 1000)], pods, disruption_budgets=(mk_budget(1, {"app": "x"}),)
+    )
     fw = mk_framework()
     plugin = DefaultPreemption(lambda: fw)
     info = snapshot.get("n1")
@@ -427,7 +428,9 @@ def test_pdb_violating_pods_are_reprieved_first() -> None:
         mk_pod("guarded", 5, 500, node="n1", labels={"app": "db"}),
         mk_pod("unguarded", 6, 500, node="n1"),
     ]
-    snapshot = mk_snapshot([mk_node("n1")], pods, (mk_budget(0, {"app": "db"}),))
+    snapshot = snapshot_of(
+        [node("n1", 1000)], pods, disruption_budgets=(mk_budget(0, {"app": "db"}),)
+    )
     result, _ = run(snapshot, mk_pod("p", 10, 500))
     assert result is not None
     assert keys(result.victims) == ["unguarded"]
@@ -435,7 +438,9 @@ def test_pdb_violating_pods_are_reprieved_first() -> None:
 
 def test_respect_pdbs_discards_violating_candidates() -> None:
     pods = [mk_pod("guarded", 0, 900, node="n1", labels={"app": "db"})]
-    snapshot = mk_snapshot([mk_node("n1")], pods, (mk_budget(0, {"app": "db"}),))
+    snapshot = snapshot_of(
+        [node("n1", 1000)], pods, disruption_budgets=(mk_budget(0, {"app": "db"}),)
+    )
     result, status = run(snapshot, mk_pod("p", 10, 500))
     assert result is not None  # upstream preempts even when a budget is violated
     assert keys(result.victims) == ["guarded"]
@@ -448,7 +453,7 @@ def test_respect_pdbs_discards_violating_candidates() -> None:
     )
 
     # A budget with room is fine.
-    roomy = mk_snapshot([mk_node("n1")], pods, (mk_budget(1, {"app": "db"}),))
+    roomy = snapshot_of([node("n1", 1000)], pods, disruption_budgets=(mk_budget(1, {"app": "db"}),))
     result, status = run(roomy, mk_pod("p", 10, 500), respect_pdbs=True)
     assert status.ok
     assert result is not None
@@ -577,7 +582,7 @@ def test_plugin_is_a_post_filter_plugin_of_the_framework() -> None:
     holder.append(fw)
     assert fw.post_filter_plugins == [plugin]
     pods = [mk_pod("low", 0, 900, node="n1")]
-    snapshot = mk_snapshot([mk_node("n1")], pods)
+    snapshot = snapshot_of([node("n1", 1000)], pods)
     preemptor = mk_pod("p", 10, 500)
     _, diagnosis = fw.find_feasible(CycleState(snapshot), preemptor)
     result, status = fw.run_post_filter(CycleState(snapshot), preemptor, diagnosis.node_statuses)

@@ -9,7 +9,7 @@ from opsche_daemon.framework.plugins.image_locality import (
     normalized_image_name,
 )
 from opsche_daemon.model.pod import Pod
-from tests.unit.framework.plugins.k8s_objects import container, info, node, pod, state_of
+from tests.factories import api_node, api_pod, container, node_info, state_of
 
 MB = 1024 * 1024
 Images = Iterable[tuple[Iterable[str], int]]
@@ -43,14 +43,14 @@ NODE_20_30_40: Images = [
 
 
 def _pod(*images: str, init: Sequence[str] = ()) -> Pod:
-    return pod(
+    return api_pod(
         containers=[container(f"c{i}", image=img) for i, img in enumerate(images)],
         init_containers=[container(f"i{i}", image=img) for i, img in enumerate(init)],
     )
 
 
 def _scores(incoming: Pod, node_images: Sequence[Images]) -> list[int]:
-    infos = [info(node(f"node{i + 1}", images=imgs)) for i, imgs in enumerate(node_images)]
+    infos = [node_info(api_node(f"node{i + 1}", images=imgs)) for i, imgs in enumerate(node_images)]
     plugin = ImageLocality()
     state = state_of(*infos)
     scores = []

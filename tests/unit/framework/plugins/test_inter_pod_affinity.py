@@ -20,9 +20,10 @@ from opsche_daemon.framework.plugins.inter_pod_affinity import (
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
     InterPodAffinity,
 )
-from opsche_daemon.model.node import Node, NodeInfo
+from opsche_daemon.model.node import Node
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.snapshot import Snapshot
+from tests.factories import api_node, api_pod, snapshot_of
 
 NAMESPACES = {
     "default": {"kubernetes.io/metadata.name": "default"},
@@ -92,45 +93,18 @@ def make_pod(
     pod_affinity: Mapping[str, Any] | None = None,
     name: str = "",
 ) -> Pod:
-    name = name or f"pod-{next(_counter)}"
-    spec: dict[str, Any] = {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}
-    if node:
-        spec["nodeName"] = node
-    if pod_affinity:
-        spec["affinity"] = dict(pod_affinity)
-    return Pod.from_api(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "uid": f"uid-{name}",
-                "labels": dict(labels or {}),
-            },
-            "spec": spec,
-            "status": {"phase": "Running" if node else "Pending"},
-        }
-    )
-
-
-def make_node(name: str, labels: Mapping[str, str]) -> Node:
-    return Node.from_api(
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": dict(labels)},
-            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
-        }
+    """An API pod told apart by its ``labels``; named ``pod-<n>`` unless ``name`` is given."""
+    return api_pod(
+        name or f"pod-{next(_counter)}",
+        namespace=namespace,
+        labels=labels or {},
+        node_name=node,
+        spec={"affinity": dict(pod_affinity)} if pod_affinity else None,
     )
 
 
 def make_snapshot(nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> Snapshot:
-    by_node: dict[str, list[Pod]] = {}
-    for pod in pods:
-        by_node.setdefault(pod.node_name, []).append(pod)
-    infos = [NodeInfo.build(n, tuple(by_node.get(n.name, ()))) for n in nodes]
-    return Snapshot.of(infos, namespace_labels=NAMESPACES)
+    return snapshot_of(nodes, pods, namespace_labels=NAMESPACES)
 
 
 def run_filter(
@@ -175,7 +149,7 @@ def run_score(
 
 # --- Filter: one node (upstream TestRequiredAffinitySingleNode) -----------------------------
 
-NODE1 = make_node("node1", {"region": "r1", "zone": "z11"})
+NODE1 = api_node("node1", labels={"region": "r1", "zone": "z11"})
 SECURITY_S1 = {"security": "S1"}
 SERVICE_SCAN = {"service": "securityscan"}
 
@@ -343,7 +317,7 @@ def test_incoming_namespace_selector_only_resolves_known_namespaces() -> None:
         namespaceSelector={"matchExpressions": [expr("team", "DoesNotExist")]},
     )
     pod = make_pod(SECURITY_S1, pod_affinity=affinity(anti_required=[rule]))
-    nodes = [make_node("n1", {"zone": "a"}), make_node("n2", {"zone": "b"})]
+    nodes = [api_node("n1", labels={"zone": "a"}), api_node("n2", labels={"zone": "b"})]
     pods = [
         make_pod(SERVICE_SCAN, node="n1", namespace="default"),
         make_pod(SERVICE_SCAN, node="n2", namespace="ghost"),
@@ -360,7 +334,7 @@ def test_existing_namespace_selector_sees_unknown_namespace_as_unlabelled() -> N
         namespaceSelector={"matchExpressions": [expr("team", "DoesNotExist")]},
     )
     existing = make_pod(SERVICE_SCAN, node="n1", pod_affinity=affinity(anti_required=[rule]))
-    nodes = [make_node("n1", {"zone": "a"}), make_node("n2", {"zone": "b"})]
+    nodes = [api_node("n1", labels={"zone": "a"}), api_node("n2", labels={"zone": "b"})]
     assert codes(run_filter(make_pod(SECURITY_S1, namespace="ghost"), nodes, [existing])) == {
         "n1": U,
         "n2": S,
@@ -377,9 +351,9 @@ def test_affinity_spans_the_topology_domain() -> None:
     # value with one of them has an existing pod that matches the affinity rules"
     pod = make_pod(pod_affinity=affinity(required=[term("region", expr("foo", "In", "bar"))]))
     nodes = [
-        make_node("node1", {"region": "China"}),
-        make_node("node2", {"region": "China", "az": "az1"}),
-        make_node("node3", {"region": "India"}),
+        api_node("node1", labels={"region": "China"}),
+        api_node("node2", labels={"region": "China", "az": "az1"}),
+        api_node("node3", labels={"region": "India"}),
     ]
     got = run_filter(pod, nodes, [make_pod({"foo": "bar"}, node="node1")])
     assert codes(got) == {"node1": S, "node2": S, "node3": UU}
@@ -398,15 +372,15 @@ def test_first_pod_of_a_group_may_satisfy_its_own_affinity() -> None:
     pod = make_pod({"foo": "bar", "service": "securityscan"}, pod_affinity=rules)
     existing = [make_pod({"foo": "bar"}, node="nodeA")]
     nodes = [
-        make_node("nodeA", {"zone": "az1", "hostname": "h1"}),
-        make_node("nodeB", {"zone": "az2", "hostname": "h2"}),
+        api_node("nodeA", labels={"zone": "az1", "hostname": "h1"}),
+        api_node("nodeB", labels={"zone": "az2", "hostname": "h2"}),
     ]
     assert codes(run_filter(pod, nodes, existing)) == {"nodeA": S, "nodeB": S}
     # upstream "The first pod of the collection can only be scheduled on nodes labelled with the
     # requested topology keys"
     nodes = [
-        make_node("nodeA", {"zoneLabel": "az1", "hostname": "h1"}),
-        make_node("nodeB", {"zoneLabel": "az2", "hostname": "h2"}),
+        api_node("nodeA", labels={"zoneLabel": "az1", "hostname": "h1"}),
+        api_node("nodeB", labels={"zoneLabel": "az2", "hostname": "h2"}),
     ]
     assert codes(run_filter(pod, nodes, existing)) == {"nodeA": UU, "nodeB": UU}
 
@@ -415,7 +389,7 @@ def test_first_pod_exception_needs_no_match_anywhere() -> None:
     # Once one pod matches the terms somewhere, only its domain is acceptable.
     rules = affinity(required=[term("zone", expr("app", "In", "db"))])
     pod = make_pod({"app": "db"}, pod_affinity=rules)
-    nodes = [make_node("n1", {"zone": "a"}), make_node("n2", {"zone": "b"})]
+    nodes = [api_node("n1", labels={"zone": "a"}), api_node("n2", labels={"zone": "b"})]
     assert codes(run_filter(pod, nodes)) == {"n1": S, "n2": S}
     got = run_filter(pod, nodes, [make_pod({"app": "db"}, node="n2")])
     assert codes(got) == {"n1": UU, "n2": S}
@@ -429,8 +403,8 @@ def test_anti_affinity_covers_the_whole_domain() -> None:
     # that matches the inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB."
     pod = make_pod(pod_affinity=affinity(anti_required=[term("region", expr("foo", "In", "abc"))]))
     nodes = [
-        make_node("nodeA", {"region": "r1", "hostname": "nodeA"}),
-        make_node("nodeB", {"region": "r1", "hostname": "nodeB"}),
+        api_node("nodeA", labels={"region": "r1", "hostname": "nodeA"}),
+        api_node("nodeB", labels={"region": "r1", "hostname": "nodeB"}),
     ]
     got = run_filter(pod, nodes, [make_pod({"foo": "abc"}, node="nodeA")])
     assert codes(got) == {"nodeA": U, "nodeB": U}
@@ -440,9 +414,9 @@ def test_existing_anti_affinity_blocks_its_domain_only() -> None:
     # upstream "Test existing pod's anti-affinity: existingPod on nodeA and nodeB has at least one
     # anti-affinity term matches incoming pod, so incoming pod can only be scheduled to nodeC"
     nodes = [
-        make_node("nodeA", {"region": "r1", "zone": "z1", "hostname": "nodeA"}),
-        make_node("nodeB", {"region": "r1", "zone": "z2", "hostname": "nodeB"}),
-        make_node("nodeC", {"region": "r1", "zone": "z3", "hostname": "nodeC"}),
+        api_node("nodeA", labels={"region": "r1", "zone": "z1", "hostname": "nodeA"}),
+        api_node("nodeB", labels={"region": "r1", "zone": "z2", "hostname": "nodeB"}),
+        api_node("nodeC", labels={"region": "r1", "zone": "z3", "hostname": "nodeC"}),
     ]
     existing = [
         make_pod(
@@ -473,7 +447,7 @@ def test_existing_anti_affinity_blocks_its_domain_only() -> None:
 
 
 def test_match_label_keys_are_merged_from_the_pod() -> None:
-    nodes = [make_node("n1", {"host": "n1"}), make_node("n2", {"host": "n2"})]
+    nodes = [api_node("n1", labels={"host": "n1"}), api_node("n2", labels={"host": "n2"})]
     existing = [
         make_pod({"app": "web", "version": "v1"}, node="n1"),
         make_pod({"app": "web", "version": "v2"}, node="n2"),
@@ -486,7 +460,7 @@ def test_match_label_keys_are_merged_from_the_pod() -> None:
 def test_match_label_keys_already_merged_by_the_api_server_are_kept() -> None:
     # The API server merged "version in (v1)" at creation; the pod's label changed since. The
     # scheduler reads the merged selector only, so v1 pods still repel it.
-    nodes = [make_node("n1", {"host": "n1"}), make_node("n2", {"host": "n2"})]
+    nodes = [api_node("n1", labels={"host": "n1"}), api_node("n2", labels={"host": "n2"})]
     existing = [
         make_pod({"app": "web", "version": "v1"}, node="n1"),
         make_pod({"app": "web", "version": "v2"}, node="n2"),
@@ -502,7 +476,7 @@ def test_match_label_keys_already_merged_by_the_api_server_are_kept() -> None:
 
 
 def test_mismatch_label_keys_select_other_tenants() -> None:
-    nodes = [make_node("n1", {"host": "n1"}), make_node("n2", {"host": "n2"})]
+    nodes = [api_node("n1", labels={"host": "n1"}), api_node("n2", labels={"host": "n2"})]
     existing = [
         make_pod({"tenant": "a"}, node="n1"),
         make_pod({"tenant": "b"}, node="n2"),
@@ -539,7 +513,11 @@ HARD_AFFINITY = affinity(
 
 
 def three_nodes() -> list[Node]:
-    return [make_node("node1", CHINA), make_node("node2", INDIA), make_node("node3", AZ1)]
+    return [
+        api_node("node1", labels=CHINA),
+        api_node("node2", labels=INDIA),
+        api_node("node3", labels=AZ1),
+    ]
 
 
 def test_score_skips_without_any_affinity() -> None:
@@ -633,10 +611,10 @@ def test_score_affinity_anti_affinity_and_symmetry() -> None:
     # upstream "Affinity and Anti Affinity and symmetry: considered only preferredDuringScheduling
     # IgnoredDuringExecution in both pod affinity & anti affinity & symmetry"
     nodes = [
-        make_node("node1", CHINA),
-        make_node("node2", AZ1),
-        make_node("node3", INDIA),
-        make_node("node4", AZ2),
+        api_node("node1", labels=CHINA),
+        api_node("node2", labels=AZ1),
+        api_node("node3", labels=INDIA),
+        api_node("node4", labels=AZ2),
     ]
     pods = [
         make_pod(SECURITY_S1, node="node1"),
@@ -650,7 +628,7 @@ def test_score_affinity_anti_affinity_and_symmetry() -> None:
 
 def test_score_partial_topology_without_affinity_pods() -> None:
     # upstream "Avoid panic when partial nodes in a topology don't have pods with affinity"
-    nodes = [make_node("node1", CHINA), make_node("node2", CHINA)]
+    nodes = [api_node("node1", labels=CHINA), api_node("node2", labels=CHINA)]
     pods = [
         make_pod(SECURITY_S1, node="node1"),
         make_pod(node="node2", pod_affinity=STAY_S1_AWAY_S2),
@@ -673,7 +651,7 @@ def test_score_incoming_namespace_selector() -> None:
             )
         ]
     )
-    nodes = [make_node("node1", CHINA), make_node("node2", INDIA)]
+    nodes = [api_node("node1", labels=CHINA), api_node("node2", labels=INDIA)]
     pods = [
         make_pod(SECURITY_S1, node="node1", namespace="subteam1.team1"),
         make_pod(SECURITY_S1, node="node1", namespace="subteam1.team1"),
@@ -694,7 +672,7 @@ def test_score_incoming_namespace_selector() -> None:
     ],
 )
 def test_ignore_preferred_terms_of_existing_pods(ignore: bool, expected: object) -> None:
-    nodes = [make_node("node1", CHINA), make_node("node2", INDIA)]
+    nodes = [api_node("node1", labels=CHINA), api_node("node2", labels=INDIA)]
     pods = [
         make_pod(SECURITY_S1, node="node1", pod_affinity=STAY_S1_AWAY_S2),
         make_pod(S2, node="node2", pod_affinity=STAY_WITH_S2),
@@ -706,7 +684,7 @@ def test_ignore_preferred_terms_of_existing_pods(ignore: bool, expected: object)
 def test_ignore_preferred_terms_still_scores_pods_with_own_preferences() -> None:
     # With preferred terms of its own, existing pods' preferred terms still count (upstream only
     # skips PreScore when the incoming pod has none).
-    nodes = [make_node("node1", CHINA), make_node("node2", INDIA)]
+    nodes = [api_node("node1", labels=CHINA), api_node("node2", labels=INDIA)]
     pods = [make_pod(SECURITY_S1, node="node1", pod_affinity=STAY_WITH_S2)]
     pod = make_pod(S2, pod_affinity=AWAY_FROM_S1)  # az key: no node has it
     args = {"ignorePreferredTermsOfExistingPods": True}
@@ -757,7 +735,11 @@ def test_normalize_truncates_like_go() -> None:
         preferred=[weighted(1, term("region", expr("security", "In", "S2")))],
         anti_preferred=[weighted(2, term("az", expr("security", "In", "S1")))],
     )
-    nodes = [make_node("node1", AZ1), make_node("node2", CHINA), make_node("node3", INDIA)]
+    nodes = [
+        api_node("node1", labels=AZ1),
+        api_node("node2", labels=CHINA),
+        api_node("node3", labels=INDIA),
+    ]
     pods = [make_pod(SECURITY_S1, node="node1"), make_pod(S2, node="node2")]
     got = run_score(make_pod(pod_affinity=rules), nodes, pods)
     assert got == {"node1": 0, "node2": 100, "node3": 66}
@@ -765,7 +747,7 @@ def test_normalize_truncates_like_go() -> None:
 
 def test_equal_raw_scores_normalise_to_zero() -> None:
     # Entries exist (both regions hold a match) but every node scores the same: all 0.
-    nodes = [make_node("node1", CHINA), make_node("node2", INDIA)]
+    nodes = [api_node("node1", labels=CHINA), api_node("node2", labels=INDIA)]
     pods = [make_pod(SECURITY_S1, node="node1"), make_pod(SECURITY_S1, node="node2")]
     got = run_score(make_pod(pod_affinity=STAY_WITH_S1), nodes, pods)
     assert got == {"node1": 0, "node2": 0}

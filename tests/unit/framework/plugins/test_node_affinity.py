@@ -15,7 +15,7 @@ from opsche_daemon.framework.interface import (
 )
 from opsche_daemon.framework.plugins.node_affinity import NodeAffinity
 from opsche_daemon.model.pod import Pod
-from tests.unit.framework.plugins.k8s_objects import info, node, pod, state_of
+from tests.factories import api_node, api_pod, node_info, state_of
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -35,7 +35,7 @@ def _name_in(*names: str) -> dict[str, Any]:
 
 def _required(*terms: Mapping[str, Any]) -> Pod:
     affinity = {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [dict(t) for t in terms]}}}
-    return pod("p", spec={"affinity": affinity})
+    return api_pod("p", spec={"affinity": affinity})
 
 
 def _run(
@@ -44,7 +44,7 @@ def _run(
     node_name: str = "node1",
     args: Mapping[str, Any] | None = None,
 ) -> tuple[PreFilterResult | None, Code, Any]:
-    target = info(node(node_name, labels=labels))
+    target = node_info(api_node(node_name, labels=labels))
     plugin = NodeAffinity(args)
     state = state_of(target)
     result, pre = plugin.pre_filter(state, incoming, [target])
@@ -63,7 +63,7 @@ def test_extension_points() -> None:
 
 def test_missing_labels() -> None:
     # "missing labels"
-    _, pre, status = _run(pod(spec={"nodeSelector": {"foo": "bar"}}))
+    _, pre, status = _run(api_pod(spec={"nodeSelector": {"foo": "bar"}}))
     assert pre == Code.SUCCESS
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert status.reasons == (POD_REASON,)
@@ -72,9 +72,9 @@ def test_missing_labels() -> None:
 
 def test_node_selector_superset_matches_subset_does_not() -> None:
     # "node labels are superset" / "node labels are subset"
-    selector = pod(spec={"nodeSelector": {"foo": "bar"}})
+    selector = api_pod(spec={"nodeSelector": {"foo": "bar"}})
     assert _run(selector, {"foo": "bar", "baz": "blah"})[2].ok
-    assert _run(pod(spec={"nodeSelector": {"foo": "bar", "baz": "blah"}}), {"foo": "bar"})[
+    assert _run(api_pod(spec={"nodeSelector": {"foo": "bar", "baz": "blah"}}), {"foo": "bar"})[
         2
     ].rejected
 
@@ -143,7 +143,7 @@ def test_node_selector_and_affinity_must_both_match() -> None:
             REQUIRED: {"nodeSelectorTerms": [{"matchExpressions": [_expr("foo", "Exists")]}]}
         }
     }
-    incoming = pod(spec={"affinity": affinity, "nodeSelector": {"foo": "bar"}})
+    incoming = api_pod(spec={"affinity": affinity, "nodeSelector": {"foo": "bar"}})
     assert _run(incoming, {"foo": "bar"})[2].ok
     assert _run(incoming, {"foo": "barrrrrr"})[2].reasons == (POD_REASON,)
 
@@ -151,7 +151,7 @@ def test_node_selector_and_affinity_must_both_match() -> None:
 def test_pod_without_constraints_is_skipped() -> None:
     # "Pod with no Affinity will schedule onto a node" and
     # "Pod with Affinity but nil NodeSelector will schedule onto a node"
-    for incoming in (pod(), pod(spec={"affinity": {"nodeAffinity": {}}})):
+    for incoming in (api_pod(), api_pod(spec={"affinity": {"nodeAffinity": {}}})):
         result, pre, status = _run(incoming, {"foo": "bar"})
         assert (result, pre) == (None, Code.SKIP)
         assert status.ok
@@ -208,7 +208,7 @@ def test_conflicting_name_fields_are_unresolvable() -> None:
             _expr("metadata.name", "In", "node2"),
         ]
     }
-    target = info(node("node2", labels={"foo": "bar"}))
+    target = node_info(api_node("node2", labels={"foo": "bar"}))
     _, status = NodeAffinity().pre_filter(state_of(target), _required(term), [target])
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert status.reasons == ("pod affinity terms conflict",)
@@ -230,7 +230,7 @@ def test_added_affinity_is_enforced_first() -> None:
             REQUIRED: {"nodeSelectorTerms": [{"matchExpressions": [_expr("zone", "In", "bar")]}]}
         }
     }
-    result, pre, status = _run(pod(), {"zone": "foo"}, "node2", added)
+    result, pre, status = _run(api_pod(), {"zone": "foo"}, "node2", added)
     assert (result, pre) == (None, Code.SUCCESS)
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert status.reasons == ("node(s) didn't match scheduler-enforced node affinity",)
@@ -238,8 +238,8 @@ def test_added_affinity_is_enforced_first() -> None:
 
 def test_filter_works_without_pre_filter() -> None:
     # "Matches node selector correctly even if PreFilter is not called"
-    target = info(node("n", labels={"foo": "bar", "baz": "blah"}))
-    incoming = pod(spec={"nodeSelector": {"foo": "bar"}})
+    target = node_info(api_node("n", labels={"foo": "bar", "baz": "blah"}))
+    incoming = api_pod(spec={"nodeSelector": {"foo": "bar"}})
     assert NodeAffinity().filter(state_of(target), incoming, target).ok
 
 
@@ -273,7 +273,7 @@ def _scores(
     *,
     pre_score: bool = True,
 ) -> list[int]:
-    infos = [info(node(f"node{i + 1}", labels=lbl)) for i, lbl in enumerate(labels)]
+    infos = [node_info(api_node(f"node{i + 1}", labels=lbl)) for i, lbl in enumerate(labels)]
     plugin = NodeAffinity(args)
     state = state_of(*infos)
     if pre_score:
@@ -288,15 +288,15 @@ def _scores(
 
 
 def _affine(node_affinity: Mapping[str, Any]) -> Pod:
-    return pod("p", spec={"affinity": {"nodeAffinity": dict(node_affinity)}})
+    return api_pod("p", spec={"affinity": {"nodeAffinity": dict(node_affinity)}})
 
 
 def test_pre_score_skips_without_preferred_terms() -> None:
     # "Skip is returned in PreScore when NodeAffinity is nil"
-    infos = [info(node("node1", labels=LABEL1))]
-    assert NodeAffinity().pre_score(state_of(*infos), pod(), infos).code == Code.SKIP
+    infos = [node_info(api_node("node1", labels=LABEL1))]
+    assert NodeAffinity().pre_score(state_of(*infos), api_pod(), infos).code == Code.SKIP
     # "all nodes are same priority as NodeAffinity is nil" (Score without PreScore)
-    assert _scores(pod(), [LABEL1, LABEL2, LABEL3], pre_score=False) == [0, 0, 0]
+    assert _scores(api_pod(), [LABEL1, LABEL2, LABEL3], pre_score=False) == [0, 0, 0]
 
 
 def test_no_node_matches_preferred_terms() -> None:
@@ -320,14 +320,14 @@ def test_weights_are_summed_and_normalised() -> None:
 
 def test_added_preferred_affinity() -> None:
     # "added affinity"
-    assert _scores(pod(), [LABEL1, LABEL2], {"addedAffinity": AFFINITY1}) == [100, 0]
+    assert _scores(api_pod(), [LABEL1, LABEL2], {"addedAffinity": AFFINITY1}) == [100, 0]
     # "added affinity and pod has default affinity": raw 2, 3, 5
     added = {"addedAffinity": {PREFERRED: [_pref(3, _expr("key", "In", "value"))]}}
     assert _scores(_affine(AFFINITY1), [LABEL1, LABEL2, LABEL5], added) == [40, 60, 100]
 
 
 def test_raw_score_is_the_sum_of_matching_weights() -> None:
-    target = info(node("node5", labels=LABEL5))
+    target = node_info(api_node("node5", labels=LABEL5))
     state = state_of(target)
     incoming = _affine(AFFINITY2)
     assert NodeAffinity().score(state, incoming, target)[0] == 11

@@ -5,7 +5,7 @@ import pytest
 from opsche_daemon.framework.interface import Code, CycleState
 from opsche_daemon.framework.plugins.node_ports import NodePorts
 from opsche_daemon.model.pod import Pod
-from tests.unit.framework.plugins.k8s_objects import container, info, node, pod, state_of
+from tests.factories import api_node, api_pod, container, node_info, state_of
 
 
 def _ports(*specs: str) -> list[dict[str, Any]]:
@@ -25,11 +25,11 @@ def _ports(*specs: str) -> list[dict[str, Any]]:
 
 
 def _pod(name: str, *specs: str) -> Pod:
-    return pod(name, containers=[container(ports=_ports(*specs))])
+    return api_pod(name, containers=[container(ports=_ports(*specs))])
 
 
 def _run(wanting: Pod, *existing: Pod) -> tuple[CycleState, Any]:
-    target = info(node("m1"), *existing)
+    target = node_info(api_node("m1"), *existing)
     state = state_of(target)
     _, pre = NodePorts().pre_filter(state, wanting, [target])
     assert pre.code == Code.SUCCESS
@@ -38,21 +38,21 @@ def _run(wanting: Pod, *existing: Pod) -> tuple[CycleState, Any]:
 
 def test_pod_without_host_ports_skips_the_filter() -> None:
     # upstream TestNodePorts "skip filter"
-    state = state_of(info(node("m1")))
-    result, status = NodePorts().pre_filter(state, pod(), [])
+    state = state_of(node_info(api_node("m1")))
+    result, status = NodePorts().pre_filter(state, api_pod(), [])
     assert result is None
     assert status.code == Code.SKIP
 
 
 def test_container_port_without_host_port_is_ignored() -> None:
-    no_host = pod(containers=[container(ports=[{"containerPort": 8080}])])
+    no_host = api_pod(containers=[container(ports=[{"containerPort": 8080}])])
     _, status = NodePorts().pre_filter(state_of(), no_host, [])
     assert status.code == Code.SKIP
 
 
 def test_non_sidecar_init_container_ports_are_ignored() -> None:
     # upstream TestNodePorts "non-sidecar initContainer using hostPort"
-    init_only = pod(init_containers=[container("init", ports=_ports("TCP/0.0.0.0/8001"))])
+    init_only = api_pod(init_containers=[container("init", ports=_ports("TCP/0.0.0.0/8001"))])
     _, status = NodePorts().pre_filter(state_of(), init_only, [])
     assert status.code == Code.SKIP
 
@@ -118,14 +118,14 @@ def test_conflicts_follow_upstream_host_ip_rules(
 
 
 def test_empty_host_ip_and_protocol_mean_all_addresses_and_tcp() -> None:
-    bare = pod(containers=[container(ports=[{"containerPort": 80, "hostPort": 8080}])])
+    bare = api_pod(containers=[container(ports=[{"containerPort": 80, "hostPort": 8080}])])
     _, status = _run(bare, _pod("existing", "TCP/192.168.1.5/8080"))
     assert status.code == Code.UNSCHEDULABLE
 
 
 def test_sidecar_host_port_conflicts() -> None:
     # upstream TestNodePorts "TCP hostPort conflict from sidecar initContainer"
-    sidecar = pod(
+    sidecar = api_pod(
         init_containers=[
             container("proxy", ports=_ports("TCP/0.0.0.0/8001"), restart_policy="Always")
         ]
@@ -136,6 +136,6 @@ def test_sidecar_host_port_conflicts() -> None:
 
 def test_filter_without_pre_filter_is_an_error() -> None:
     # upstream TestPreFilterDisabled
-    target = info(node("m1"))
+    target = node_info(api_node("m1"))
     status = NodePorts().filter(state_of(target), _pod("p", "TCP/0.0.0.0/80"), target)
     assert status.code == Code.ERROR

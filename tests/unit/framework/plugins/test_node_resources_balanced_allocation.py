@@ -11,14 +11,7 @@ from opsche_daemon.framework.plugins.node_resources_balanced_allocation import (
 from opsche_daemon.framework.plugins.node_resources_fit import ResourceSpec
 from opsche_daemon.model.node import Node
 from opsche_daemon.model.pod import Pod
-from tests.unit.framework.plugins.k8s_objects import (
-    container,
-    info,
-    node,
-    pod,
-    requests_pod,
-    state_of,
-)
+from tests.factories import api_node, api_pod, container, node_info, requests_pod, state_of
 
 GPU = "nvidia.com/gpu"
 WITH_GPU = {"resources": [{"name": "cpu"}, {"name": "memory"}, {"name": GPU}]}
@@ -29,7 +22,7 @@ def _node(name: str, milli_cpu: int, memory: int, gpus: int = 0) -> Node:
     alloc = {"cpu": f"{milli_cpu}m", "memory": str(memory)}
     if gpus:
         alloc[GPU] = str(gpus)
-    return node(name, allocatable=alloc)
+    return api_node(name, allocatable=alloc)
 
 
 def _split(*pairs: tuple[str, str]) -> Pod:
@@ -38,7 +31,7 @@ def _split(*pairs: tuple[str, str]) -> Pod:
     for i, (cpu, memory) in enumerate(pairs):
         requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
         containers.append(container(f"c{i}", requests=requests))
-    return pod(containers=containers)
+    return api_pod(containers=containers)
 
 
 CPU_AND_MEMORY_POD = _split(("1000m", "2000"), ("2000m", "3000"))
@@ -53,7 +46,7 @@ def _scores(
     *,
     pre_score: bool = True,
 ) -> list[int]:
-    infos = [info(n, *(existing or {}).get(n.name, ())) for n in nodes]
+    infos = [node_info(n, *(existing or {}).get(n.name, ())) for n in nodes]
     plugin = NodeResourcesBalancedAllocation(args)
     state = state_of(*infos)
     if pre_score:
@@ -77,18 +70,18 @@ def test_extension_points_and_defaults() -> None:
 def test_best_effort_pod_is_skipped_in_pre_score() -> None:
     # upstream "nothing scheduled, nothing requested, skip in PreScore": real requests are used,
     # so a container without requests counts as nothing (not 100m/200Mi as in NodeResourcesFit).
-    infos = [info(_node("node1", 4000, 10000))]
-    assert NodeResourcesBalancedAllocation().pre_score(state_of(*infos), pod(), infos).code == (
+    infos = [node_info(_node("node1", 4000, 10000))]
+    assert NodeResourcesBalancedAllocation().pre_score(state_of(*infos), api_pod(), infos).code == (
         Code.SKIP
     )
     # Score without PreScore gives 0 for such a pod.
-    score, _ = NodeResourcesBalancedAllocation().score(state_of(*infos), pod(), infos[0])
+    score, _ = NodeResourcesBalancedAllocation().score(state_of(*infos), api_pod(), infos[0])
     assert score == 0
 
 
 def test_pod_requesting_only_unscored_resources_is_best_effort() -> None:
     storage_only = requests_pod("p", {"ephemeral-storage": "1Gi"})
-    infos = [info(_node("node1", 4000, 10000))]
+    infos = [node_info(_node("node1", 4000, 10000))]
     plugin = NodeResourcesBalancedAllocation()
     assert plugin.pre_score(state_of(*infos), storage_only, infos).code == Code.SKIP
 
@@ -132,7 +125,7 @@ def test_scalar_resource_is_included_only_when_requested() -> None:
     gpu_pod = requests_pod("p", {"cpu": "0", "memory": "0", GPU: "1"})
     existing = {
         "node1": [
-            pod(
+            api_pod(
                 "e1",
                 containers=[
                     container("a", requests={"cpu": "1000m", "memory": "2000"}),

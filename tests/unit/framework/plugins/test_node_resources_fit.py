@@ -24,14 +24,7 @@ from opsche_daemon.framework.plugins.node_resources_fit import (
 )
 from opsche_daemon.model.node import Node, NodeInfo
 from opsche_daemon.model.pod import Pod
-from tests.unit.framework.plugins.k8s_objects import (
-    container,
-    info,
-    node,
-    pod,
-    requests_pod,
-    state_of,
-)
+from tests.factories import api_node, api_pod, container, node_info, requests_pod, state_of
 
 EXT_A = "example.com/aaa"
 EXT_B = "example.com/bbb"
@@ -49,7 +42,7 @@ FILTER_NODE_ALLOCATABLE = {
 }
 
 
-def _req(cpu_m: int = 0, mem: int = 0, **extra: Any) -> dict[str, Any]:
+def _req(cpu_m: int = 0, mem: int = 0, /, **extra: str) -> dict[str, Any]:
     """Requests in upstream test units: millicores and bytes, plus named resources."""
     out: dict[str, Any] = {"cpu": f"{cpu_m}m", "memory": str(mem)}
     out.update(extra)
@@ -62,7 +55,7 @@ def _filter(
     args: Mapping[str, Any] | None = None,
     allocatable: Mapping[str, Any] = FILTER_NODE_ALLOCATABLE,
 ) -> Status:
-    target = info(node("n", allocatable=allocatable), *existing)
+    target = node_info(api_node("n", allocatable=allocatable), *existing)
     plugin = NodeResourcesFit(args)
     state = state_of(target)
     result, pre = plugin.pre_filter(state, incoming, [target])
@@ -83,7 +76,7 @@ def test_implements_the_upstream_extension_points() -> None:
 
 def test_no_resources_requested_always_fits() -> None:
     # "no resources requested always fits"
-    empty = pod(containers=[])
+    empty = api_pod(containers=[])
     assert _filter(empty, [requests_pod("full", _req(10, 20))]).code == Code.SUCCESS
 
 
@@ -97,7 +90,7 @@ def test_all_insufficient_resources_are_reported() -> None:
 
 def test_init_container_cpu_counts_when_it_is_the_largest() -> None:
     # "too many resources fails due to init container cpu"
-    incoming = pod(
+    incoming = api_pod(
         containers=[container(requests=_req(1, 1))],
         init_containers=[container("init", requests=_req(3, 1))],
     )
@@ -108,7 +101,7 @@ def test_init_container_cpu_counts_when_it_is_the_largest() -> None:
 
 def test_init_container_is_max_not_sum() -> None:
     # "init container fits because it's the max, not sum, of containers and init containers"
-    incoming = pod(
+    incoming = api_pod(
         containers=[container(requests=_req(1, 1))],
         init_containers=[container("init", requests=_req(1, 1))],
     )
@@ -203,7 +196,7 @@ def test_pod_count_limit_applies_even_without_requests() -> None:
     # TestNotEnoughRequests "even without specified resources, predicate fails when there's
     # no space for additional pod"
     one_pod = {"cpu": "10m", "memory": "20", "pods": "1"}
-    status = _filter(pod(containers=[]), [requests_pod("u", _req(10, 20))], allocatable=one_pod)
+    status = _filter(api_pod(containers=[]), [requests_pod("u", _req(10, 20))], allocatable=one_pod)
     assert status.code == Code.UNSCHEDULABLE
     assert status.reasons == ("Too many pods",)
     # "even if both resources fit, predicate fails when there's no space for additional pod"
@@ -235,8 +228,8 @@ def test_reasons_come_in_upstream_order_and_any_overcapacity_is_unresolvable() -
 
 
 def test_filter_without_pre_filter_is_an_error() -> None:
-    target = info(node("n"))
-    status = NodeResourcesFit().filter(state_of(target), pod(), target)
+    target = node_info(api_node("n"))
+    status = NodeResourcesFit().filter(state_of(target), api_pod(), target)
     assert status.code == Code.ERROR
 
 
@@ -251,7 +244,7 @@ def _scores(
     *,
     pre_score: bool = True,
 ) -> list[int]:
-    infos: list[NodeInfo] = [info(n, *(existing or {}).get(n.name, ())) for n in nodes]
+    infos: list[NodeInfo] = [node_info(n, *(existing or {}).get(n.name, ())) for n in nodes]
     plugin = NodeResourcesFit(args)
     state = state_of(*infos)
     if pre_score:
@@ -279,10 +272,10 @@ def _cap(cpu: str, memory: str, **extra: str) -> dict[str, str]:
 
 
 TWO_NODES_4_AND_6 = [
-    node("node1", allocatable=_cap("4000", "10000")),
-    node("node2", allocatable=_cap("6000", "10000")),
+    api_node("node1", allocatable=_cap("4000", "10000")),
+    api_node("node2", allocatable=_cap("6000", "10000")),
 ]
-SPLIT_POD = pod(
+SPLIT_POD = api_pod(
     containers=[
         container("a", requests={"cpu": "1000", "memory": "2000"}),
         container("b", requests={"cpu": "2000", "memory": "3000"}),
@@ -300,15 +293,15 @@ def test_least_allocated_is_the_default_strategy() -> None:
 
 def test_least_allocated_nothing_requested_scores_max() -> None:
     # least_allocated_test "nothing scheduled, nothing requested" (a pod without containers)
-    nodes = [node("node1", allocatable=_cap("4000", "10000"))] * 1
-    assert _scores(None, pod(containers=[]), nodes) == [100]
+    nodes = [api_node("node1", allocatable=_cap("4000", "10000"))] * 1
+    assert _scores(None, api_pod(containers=[]), nodes) == [100]
 
 
 def test_least_allocated_counts_existing_pods() -> None:
     # least_allocated_test "resources requested, pods scheduled with resources"
     nodes = [
-        node("node1", allocatable=_cap("10000", "20000")),
-        node("node2", allocatable=_cap("10000", "20000")),
+        api_node("node1", allocatable=_cap("10000", "20000")),
+        api_node("node2", allocatable=_cap("10000", "20000")),
     ]
     existing = {
         "node1": [requests_pod("e1", {"cpu": "3000", "memory": "0"})],
@@ -323,14 +316,14 @@ def test_least_allocated_counts_existing_pods() -> None:
             requests_pod("e22", {"cpu": "3000", "memory": "5000"}),
         ],
     }
-    assert _scores(None, pod(containers=[]), nodes, existing) == [70, 57]
+    assert _scores(None, api_pod(containers=[]), nodes, existing) == [70, 57]
 
 
 def test_least_allocated_over_capacity_resource_scores_zero() -> None:
     # least_allocated_test "requested resources exceed node capacity"
     nodes = [
-        node("node1", allocatable=_cap("4000", "10000")),
-        node("node2", allocatable=_cap("4000", "10000")),
+        api_node("node1", allocatable=_cap("4000", "10000")),
+        api_node("node2", allocatable=_cap("4000", "10000")),
     ]
     existing = {
         "node1": [requests_pod("e1", {"cpu": "3000", "memory": "0"})],
@@ -342,8 +335,8 @@ def test_least_allocated_over_capacity_resource_scores_zero() -> None:
 
 def test_nodes_without_resources_score_zero() -> None:
     # least_allocated_test "zero node resources, pods scheduled with resources"
-    nodes = [node("node1", allocatable={}), node("node2", allocatable={})]
-    assert _scores(None, pod(containers=[]), nodes) == [0, 0]
+    nodes = [api_node("node1", allocatable={}), api_node("node2", allocatable={})]
+    assert _scores(None, api_pod(containers=[]), nodes) == [0, 0]
 
 
 def test_weights_are_applied() -> None:
@@ -357,18 +350,22 @@ def test_weights_are_applied() -> None:
 def test_scalar_resource_counts_only_when_requested_and_present() -> None:
     resources = [{"name": "cpu"}, {"name": "memory"}, {"name": "abc.com/xyz"}]
     nodes = [
-        node("node1", allocatable=_cap("6000", "10000", **{"abc.com/xyz": "4"})),
-        node("node2", allocatable=_cap("6000", "10000", **{"abc.com/xyz": "10"})),
+        api_node("node1", allocatable=_cap("6000", "10000", **{"abc.com/xyz": "4"})),
+        api_node("node2", allocatable=_cap("6000", "10000", **{"abc.com/xyz": "10"})),
     ]
     # "bypass extended resource if the pod does not request"
-    bypass = [node("node1", allocatable=_cap("6000", "10000")), nodes[0]]
+    bypass = [api_node("node1", allocatable=_cap("6000", "10000")), nodes[0]]
     assert _scores(_strategy(LEAST_ALLOCATED, resources), SPLIT_POD, bypass) == [50, 50]
     # "honor extended resource if the pod requests"
     wants = requests_pod("p", {"cpu": "3000", "memory": "5000", "abc.com/xyz": "2"})
     assert _scores(_strategy(LEAST_ALLOCATED, resources), wants, nodes) == [50, 60]
     assert _scores(_strategy(MOST_ALLOCATED, resources), wants, nodes) == [50, 40]
     # "if the node doesn't have a resource": the resource drops out of the average
-    weighted = [{"name": "abc.com/xyz", "weight": 2}, {"name": "cpu"}, {"name": "memory"}]
+    weighted: list[dict[str, object]] = [
+        {"name": "abc.com/xyz", "weight": 2},
+        {"name": "cpu"},
+        {"name": "memory"},
+    ]
     small = requests_pod("p", {"cpu": "3000", "memory": "4000"})
     assert _scores(_strategy(LEAST_ALLOCATED, weighted), small, bypass) == [55, 55]
     assert _scores(_strategy(MOST_ALLOCATED, weighted), small, bypass) == [45, 45]
@@ -380,10 +377,10 @@ def test_most_allocated() -> None:
     assert _scores(args, SPLIT_POD, TWO_NODES_4_AND_6) == [62, 50]
     # "resources requested equal node capacity"
     nodes = [
-        node("node1", allocatable=_cap("5000", "10000")),
-        node("node2", allocatable=_cap("10000", "9000")),
+        api_node("node1", allocatable=_cap("5000", "10000")),
+        api_node("node2", allocatable=_cap("10000", "9000")),
     ]
-    full = pod(
+    full = api_pod(
         containers=[
             container("a", requests={"cpu": "2000", "memory": "4000"}),
             container("b", requests={"cpu": "3000", "memory": "5000"}),
@@ -396,11 +393,11 @@ def test_scoring_uses_non_zero_requests_for_containers_without_requests() -> Non
     # most_allocated_test "no resources requested, pods scheduled, nonzero request for resource":
     # each request-less container counts as 100m cpu and 200Mi memory, on both sides.
     nodes = [
-        node("node1", allocatable=_cap("250m", "1000Mi")),
-        node("node2", allocatable=_cap("250m", "1000Mi")),
+        api_node("node1", allocatable=_cap("250m", "1000Mi")),
+        api_node("node2", allocatable=_cap("250m", "1000Mi")),
     ]
-    existing = {"node1": [pod("e1"), pod("e2")]}
-    assert _scores(_strategy(MOST_ALLOCATED), pod("p"), nodes, existing) == [80, 30]
+    existing = {"node1": [api_pod("e1"), api_pod("e2")]}
+    assert _scores(_strategy(MOST_ALLOCATED), api_pod("p"), nodes, existing) == [80, 30]
 
 
 def test_requested_to_capacity_ratio() -> None:
@@ -440,7 +437,7 @@ def test_requested_to_capacity_ratio_rounds_half_away_from_zero() -> None:
     )
     assert _scores(falling, SPLIT_POD, TWO_NODES_4_AND_6) == [38, 50]
     # cpu 88% -> 12 and memory 87% -> 13 average 12.5: Go rounds to 13 where round() gives 12.
-    nodes = [node("node1", allocatable=_cap("10000m", "10000"))]
+    nodes = [api_node("node1", allocatable=_cap("10000m", "10000"))]
     odd = requests_pod("p", {"cpu": "8800m", "memory": "8700"})
     assert _scores(falling, odd, nodes) == [13]
 
@@ -455,12 +452,16 @@ def test_requested_to_capacity_ratio_multiple_extended_resources() -> None:
         },
     )
     nodes = [
-        node("node1", allocatable=_cap("4", "8Gi", **{"intel.com/foo": "8", "intel.com/bar": "4"})),
-        node("node2", allocatable=_cap("4", "8Gi", **{"intel.com/foo": "4", "intel.com/bar": "8"})),
+        api_node(
+            "node1", allocatable=_cap("4", "8Gi", **{"intel.com/foo": "8", "intel.com/bar": "4"})
+        ),
+        api_node(
+            "node2", allocatable=_cap("4", "8Gi", **{"intel.com/foo": "4", "intel.com/bar": "8"})
+        ),
     ]
     pod1 = requests_pod("p", {"intel.com/foo": "2", "intel.com/bar": "2"})
     # "nothing scheduled, nothing requested"
-    assert _scores(args, pod(containers=[]), nodes) == [0, 0]
+    assert _scores(args, api_pod(containers=[]), nodes) == [0, 0]
     # "resources requested, pods scheduled with less resources"
     assert _scores(args, pod1, nodes) == [4, 3]
     # "resources requested, pods scheduled with resources, on node with existing pod running"

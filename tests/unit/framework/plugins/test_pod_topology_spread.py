@@ -23,10 +23,11 @@ from opsche_daemon.framework.plugins.pod_topology_spread import (
     compile_selector,
     default_selector,
 )
-from opsche_daemon.model.node import Node, NodeInfo
+from opsche_daemon.model.node import Node
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.selectors import LabelSelector, Requirement
 from opsche_daemon.model.snapshot import Snapshot
+from tests.factories import api_node, api_pod, snapshot_of
 
 HOST = "kubernetes.io/hostname"
 FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
@@ -63,45 +64,19 @@ def make_pod(
     terminating: bool = False,
     spec: Mapping[str, Any] | None = None,
 ) -> Pod:
-    metadata: dict[str, Any] = {
-        "name": name,
-        "namespace": namespace,
-        "uid": f"uid-{namespace}-{name}",
-        "labels": dict(labels or {}),
-    }
-    if terminating:
-        metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    body: dict[str, Any] = {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}
-    if node:
-        body["nodeName"] = node
+    """An API pod with ``constraints``; its uid names the namespace (names repeat across them)."""
+    body: dict[str, Any] = {}
     if constraints:
         body["topologySpreadConstraints"] = [dict(c) for c in constraints]
     body.update(spec or {})
-    return Pod.from_api(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": metadata,
-            "spec": body,
-            "status": {"phase": "Running" if node else "Pending"},
-        }
-    )
-
-
-def make_node(
-    name: str, labels: Mapping[str, str], taints: Iterable[Mapping[str, str]] = ()
-) -> Node:
-    return Node.from_api(
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": dict(labels)},
-            "spec": {"taints": [dict(t) for t in taints]},
-            "status": {
-                "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        }
+    return api_pod(
+        name,
+        namespace=namespace,
+        uid=f"uid-{namespace}-{name}",
+        labels=labels or {},
+        node_name=node,
+        deleting=terminating,
+        spec=body,
     )
 
 
@@ -111,17 +86,13 @@ def make_snapshot(
     *,
     workload_selectors: Mapping[str, tuple[LabelSelector, ...]] | None = None,
 ) -> Snapshot:
-    by_node: dict[str, list[Pod]] = {}
-    for pod in pods:
-        by_node.setdefault(pod.node_name, []).append(pod)
-    infos = [NodeInfo.build(n, tuple(by_node.get(n.name, ()))) for n in nodes]
-    return Snapshot.of(infos, workload_selectors=workload_selectors)
+    return snapshot_of(nodes, pods, workload_selectors=workload_selectors)
 
 
 def zone_nodes() -> list[Node]:
     """node-a/node-b in zone1, node-x/node-y in zone2, each with a "node" label."""
     return [
-        make_node(n, {"zone": z, "node": n})
+        api_node(n, labels={"zone": z, "node": n})
         for n, z in (
             ("node-a", "zone1"),
             ("node-b", "zone1"),
@@ -198,7 +169,7 @@ def test_other_namespaces_do_not_count() -> None:
 def test_node_missing_topology_label_is_unresolvable() -> None:
     # upstream "pods spread across zones as 1/2 due to absence of label 'zone' on node-b"
     nodes = zone_nodes()
-    nodes[1] = make_node("node-b", {"zon": "zone1", "node": "node-b"})
+    nodes[1] = api_node("node-b", labels={"zon": "zone1", "node": "node-b"})
     pod = make_pod("p", labels={"foo": ""}, constraints=[spread(1, "zone", "DoNotSchedule", FOO)])
     got = run_filter(
         PodTopologySpread(LIST),
@@ -216,7 +187,10 @@ def test_node_missing_topology_label_is_unresolvable() -> None:
 def test_no_node_has_the_key() -> None:
     # upstream "pod cannot be scheduled as all nodes don't have label 'rack'"
     pod = make_pod("p", labels={"foo": ""}, constraints=[spread(1, "rack", "DoNotSchedule", FOO)])
-    nodes = [make_node("node-a", {"zone": "zone1"}), make_node("node-x", {"zone": "zone2"})]
+    nodes = [
+        api_node("node-a", labels={"zone": "zone1"}),
+        api_node("node-x", labels={"zone": "zone2"}),
+    ]
     got = run_filter(PodTopologySpread(LIST), pod, make_snapshot(nodes))
     assert codes(got) == {"node-a": UU, "node-x": UU}
 
@@ -287,7 +261,10 @@ def test_node_affinity_limits_the_domains() -> None:
 
 def test_terminating_pods_are_excluded() -> None:
     # upstream "terminating Pods should be excluded"
-    nodes = [make_node("node-a", {"node": "node-a"}), make_node("node-b", {"node": "node-b"})]
+    nodes = [
+        api_node("node-a", labels={"node": "node-a"}),
+        api_node("node-b", labels={"node": "node-b"}),
+    ]
     pods = [
         make_pod("p-a", labels={"foo": ""}, node="node-a", terminating=True),
         make_pod("p-b", labels={"foo": ""}, node="node-b"),
@@ -308,7 +285,7 @@ def test_terminating_pods_are_excluded() -> None:
     ],
 )
 def test_min_domains(min_domains: int, expected: dict[str, Code]) -> None:
-    nodes = [make_node(n, {"node": n}) for n in ("node-a", "node-b", "node-c")]
+    nodes = [api_node(n, labels={"node": n}) for n in ("node-a", "node-b", "node-c")]
     pod = make_pod(
         "p",
         labels={"foo": ""},
@@ -328,8 +305,8 @@ def test_min_domains(min_domains: int, expected: dict[str, Code]) -> None:
     ],
 )
 def test_node_taints_policy(policy: dict[str, str], expected: dict[str, Code]) -> None:
-    nodes = [make_node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")]
-    nodes.append(make_node("node-y", {"node": "node-y"}, [UNSCHEDULABLE_TAINT]))
+    nodes = [api_node(n, labels={"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")]
+    nodes.append(api_node("node-y", labels={"node": "node-y"}, taints=[UNSCHEDULABLE_TAINT]))
     pod = make_pod(
         "p",
         labels={"foo": ""},
@@ -349,8 +326,8 @@ def test_node_taints_policy(policy: dict[str, str], expected: dict[str, Code]) -
     ],
 )
 def test_node_affinity_policy(policy: dict[str, str], expected: dict[str, Code]) -> None:
-    nodes = [make_node(n, {"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")]
-    nodes.append(make_node("node-y", {"node": "node-y"}))
+    nodes = [api_node(n, labels={"node": n, "foo": ""}) for n in ("node-a", "node-b", "node-x")]
+    nodes.append(api_node("node-y", labels={"node": "node-y"}))
     pod = make_pod(
         "p",
         labels={"foo": ""},
@@ -386,7 +363,7 @@ def test_multiple_constraints_intersect(existing: str, expected: dict[str, Code]
 
 def test_match_label_keys_narrow_the_selector() -> None:
     # Pods of an older revision do not count against the new one (matchLabelKeys pod-template-hash).
-    nodes = [make_node(n, {"node": n}) for n in ("node-a", "node-b")]
+    nodes = [api_node(n, labels={"node": n}) for n in ("node-a", "node-b")]
     old = placed("node-a:3", labels={"app": "web", "pod-template-hash": "v1"})
     new = placed("node-b:1", labels={"app": "web", "pod-template-hash": "v2"})
     constraint = spread(
@@ -422,7 +399,7 @@ HOST_NODES = ("node-a", "node-b", "node-c", "node-d")
 
 
 def host_nodes(names: Iterable[str] = HOST_NODES) -> list[Node]:
-    return [make_node(n, {HOST: n}) for n in names]
+    return [api_node(n, labels={HOST: n}) for n in names]
 
 
 @pytest.mark.parametrize(
@@ -472,10 +449,10 @@ def test_score_node_missing_key_is_ignored() -> None:
     # upstream "one constraint on node, 3 out of 4 nodes are candidates, one node doesn't match
     # topology key"
     nodes = [
-        make_node("node-a", {HOST: "node-a"}),
-        make_node("node-b", {"n": "node-b"}),
-        make_node("node-x", {HOST: "node-x"}),
-        make_node("node-y", {HOST: "node-y"}),
+        api_node("node-a", labels={HOST: "node-a"}),
+        api_node("node-b", labels={"n": "node-b"}),
+        api_node("node-x", labels={HOST: "node-x"}),
+        api_node("node-y", labels={HOST: "node-y"}),
     ]
     pod = make_pod("p", labels={"foo": ""}, constraints=[spread(1, HOST, "ScheduleAnyway", FOO)])
     snapshot = make_snapshot(nodes, placed("node-a:4,node-b:2,node-x:1,node-y:3"))
@@ -486,7 +463,7 @@ def test_score_node_missing_key_is_ignored() -> None:
 def test_score_zone_counts_infeasible_nodes_too() -> None:
     # upstream "one constraint on zone, 3 out of 4 nodes are candidates" (4/2/1/~3~)
     nodes = [
-        make_node(n, {"zone": z, HOST: n})
+        api_node(n, labels={"zone": z, HOST: n})
         for n, z in (
             ("node-a", "zone1"),
             ("node-b", "zone1"),
@@ -503,7 +480,7 @@ def test_score_zone_counts_infeasible_nodes_too() -> None:
 def test_score_two_constraints() -> None:
     # upstream "two Constraints on zone and node, 2 out of 4 nodes are candidates" (2/~1~/2/~4~)
     nodes = [
-        make_node(n, {"zone": z, HOST: n})
+        api_node(n, labels={"zone": z, HOST: n})
         for n, z in (
             ("node-a", "zone1"),
             ("node-b", "zone1"),
@@ -527,7 +504,7 @@ def test_score_two_constraints() -> None:
 def test_score_two_constraints_with_different_selectors() -> None:
     # upstream "two Constraints on zone and node, with different labelSelectors"
     nodes = [
-        make_node(n, {"zone": z, HOST: n})
+        api_node(n, labels={"zone": z, HOST: n})
         for n, z in (
             ("node-a", "zone1"),
             ("node-b", "zone1"),
@@ -556,7 +533,7 @@ def test_score_two_constraints_with_different_selectors() -> None:
 def test_score_match_label_keys_with_empty_selector() -> None:
     # upstream "matchLabelKeys ANDed with LabelSelector when LabelSelector is empty"
     nodes = [
-        make_node(n, {"zone": z, HOST: n})
+        api_node(n, labels={"zone": z, HOST: n})
         for n, z in (
             ("node-a", "zone1"),
             ("node-b", "zone1"),
@@ -584,8 +561,8 @@ def test_score_match_label_keys_with_empty_selector() -> None:
 
 def test_score_node_taints_policy_honored() -> None:
     # upstream scoring "NodeTaintsPolicy honored"
-    nodes = [make_node(n, {"node": n}) for n in ("node-a", "node-b")]
-    nodes.append(make_node("node-c", {"node": "node-c"}, [UNSCHEDULABLE_TAINT]))
+    nodes = [api_node(n, labels={"node": n}) for n in ("node-a", "node-b")]
+    nodes.append(api_node("node-c", labels={"node": "node-c"}, taints=[UNSCHEDULABLE_TAINT]))
     pod = make_pod(
         "p",
         labels={"foo": ""},
@@ -647,7 +624,7 @@ def test_system_defaults_spread_a_service() -> None:
 def test_system_defaults_need_a_matching_workload() -> None:
     # upstream TestPreScoreSkip "default constraints and a replicaset that doesn't match"
     snapshot = make_snapshot(
-        [make_node("node-a", {"planet": "mars"})],
+        [api_node("node-a", labels={"planet": "mars"})],
         workload_selectors={
             "default": (LabelSelector(expressions=(_req("tar", "Exists"),)),),
             "other": (LabelSelector((("foo", "bar"),)),),
@@ -722,9 +699,9 @@ def test_default_constraints_ignore_nodes_without_zone_only_for_system() -> None
     # System defaults: node-c lacks a zone label yet keeps its hostname score; zone spreading
     # counts zone1 = 3 pods, zone2 = 0, and the node without a zone falls into the "" domain.
     nodes = [
-        make_node("node-a", {HOST: "node-a", "topology.kubernetes.io/zone": "zone1"}),
-        make_node("node-b", {HOST: "node-b", "topology.kubernetes.io/zone": "zone2"}),
-        make_node("node-c", {HOST: "node-c"}),
+        api_node("node-a", labels={HOST: "node-a", "topology.kubernetes.io/zone": "zone1"}),
+        api_node("node-b", labels={HOST: "node-b", "topology.kubernetes.io/zone": "zone2"}),
+        api_node("node-c", labels={HOST: "node-c"}),
     ]
     snapshot = make_snapshot(
         nodes,

@@ -1,6 +1,6 @@
 from opsche_daemon.framework.interface import Code, PreEnqueuePlugin, Status
 from opsche_daemon.framework.plugins.scheduling_gates import SchedulingGates
-from tests.unit.framework.plugins.k8s_objects import pod
+from tests.factories import api_pod
 
 
 def test_is_a_pre_enqueue_plugin_with_the_upstream_name() -> None:
@@ -11,12 +11,12 @@ def test_is_a_pre_enqueue_plugin_with_the_upstream_name() -> None:
 
 def test_pod_without_gates_is_admitted() -> None:
     # upstream TestPreEnqueue "pod does not carry scheduling gates"
-    assert SchedulingGates().pre_enqueue(pod("p")) == Status.success()
+    assert SchedulingGates().pre_enqueue(api_pod("p")) == Status.success()
 
 
 def test_gated_pod_waits_with_the_gates_listed_in_spec_order() -> None:
     # upstream TestPreEnqueue "pod carries scheduling gates"
-    gated = pod("p", spec={"schedulingGates": [{"name": "foo"}, {"name": "bar"}]})
+    gated = api_pod("p", spec={"schedulingGates": [{"name": "foo"}, {"name": "bar"}]})
     status = SchedulingGates().pre_enqueue(gated)
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert status.reasons == ("waiting for scheduling gates: [foo bar]",)
@@ -25,7 +25,7 @@ def test_gated_pod_waits_with_the_gates_listed_in_spec_order() -> None:
 
 
 def test_single_gate_is_printed_like_a_go_slice() -> None:
-    gated = pod("p", spec={"schedulingGates": [{"name": "example.com/quota"}]})
+    gated = api_pod("p", spec={"schedulingGates": [{"name": "example.com/quota"}]})
     assert SchedulingGates().pre_enqueue(gated).message == (
         "waiting for scheduling gates: [example.com/quota]"
     )

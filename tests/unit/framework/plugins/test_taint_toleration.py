@@ -12,7 +12,7 @@ from opsche_daemon.framework.interface import (
 )
 from opsche_daemon.framework.plugins.taint_toleration import TaintToleration
 from opsche_daemon.model.pod import Pod
-from tests.unit.framework.plugins.k8s_objects import info, node, pod, state_of
+from tests.factories import api_node, api_pod, node_info, state_of
 
 
 def _taint(key: str, value: str, effect: str) -> dict[str, str]:
@@ -20,11 +20,13 @@ def _taint(key: str, value: str, effect: str) -> dict[str, str]:
 
 
 def _tolerant(*tolerations: Mapping[str, Any]) -> Pod:
-    return pod("pod1", spec={"tolerations": [dict(t) for t in tolerations]})
+    return api_pod("pod1", spec={"tolerations": [dict(t) for t in tolerations]})
 
 
 def _scores(incoming: Pod, taints_by_node: Sequence[Iterable[Mapping[str, Any]]]) -> list[int]:
-    infos = [info(node(f"node{chr(65 + i)}", taints=t)) for i, t in enumerate(taints_by_node)]
+    infos = [
+        node_info(api_node(f"node{chr(65 + i)}", taints=t)) for i, t in enumerate(taints_by_node)
+    ]
     plugin = TaintToleration()
     state = state_of(*infos)
     assert plugin.pre_score(state, incoming, infos).code == Code.SUCCESS
@@ -110,7 +112,7 @@ DEDICATED_USER1 = _taint("dedicated", "user1", "NoSchedule")
     ],
 )
 def test_filter(case: str, tolerations: list[Any], taints: list[Any], fits: bool) -> None:
-    target = info(node("n", taints=taints))
+    target = node_info(api_node("n", taints=taints))
     status = TaintToleration().filter(state_of(target), _tolerant(*tolerations), target)
     if fits:
         assert status.code == Code.SUCCESS, case
@@ -196,13 +198,13 @@ def test_only_prefer_no_schedule_taints_and_tolerations_count() -> None:
 
 def test_default_behaviour_prefers_untainted_node() -> None:
     # "Default behaviour No taints and tolerations, lands on node with no taints"
-    scores = _scores(pod("pod1"), [[], [_taint("cpu-type", "arm64", "PreferNoSchedule")]])
+    scores = _scores(api_pod("pod1"), [[], [_taint("cpu-type", "arm64", "PreferNoSchedule")]])
     assert scores == [100, 0]
 
 
 def test_raw_score_counts_untolerated_preference_taints() -> None:
-    target = info(
-        node(
+    target = node_info(
+        api_node(
             "n",
             taints=[
                 _taint("a", "1", "PreferNoSchedule"),
@@ -220,10 +222,10 @@ def test_raw_score_counts_untolerated_preference_taints() -> None:
 
 
 def test_no_untolerated_taints_anywhere_gives_every_node_max() -> None:
-    assert _scores(pod("p"), [[], []]) == [100, 100]
+    assert _scores(api_pod("p"), [[], []]) == [100, 100]
 
 
 def test_score_without_pre_score_is_an_error() -> None:
-    target = info(node("n"))
-    _, status = TaintToleration().score(state_of(target), pod(), target)
+    target = node_info(api_node("n"))
+    _, status = TaintToleration().score(state_of(target), api_pod(), target)
     assert status.code == Code.ERROR

@@ -15,20 +15,28 @@ from dataclasses import dataclass, field, replace
 import pytest
 
 from opsche_daemon.cache import Cache
-from opsche_daemon.daemon import is_protected
+from opsche_daemon.config import OptimiserSettings, QueueSettings, Trigger
 from opsche_daemon.framework.registry import build_framework
 from opsche_daemon.metrics import Metrics
-from opsche_daemon.model.node import Node
+from opsche_daemon.model.eviction import EvictionOutcome, EvictionResult
 from opsche_daemon.model.pod import Owner, Pod
-from opsche_daemon.model.resources import Resources
-from opsche_daemon.plan.plugins import PlanState, plan_plugins
-from opsche_daemon.queue import QueueSettings, SchedulingQueue
+from opsche_daemon.plans import (
+    OptimizationFlow,
+    PlanState,
+    RunOutcome,
+    plan_plugins,
+    run_trigger,
+    state_key,
+)
+from opsche_daemon.queue import SchedulingQueue
+from opsche_daemon.safety import is_protected
 from opsche_daemon.scheduler import Scheduler
-from opsche_daemon.triggers import FlowSettings, OptimizationFlow, run_trigger, state_key
+from tests import factories
+from tests.factories import controller, node
 from tests.unit.scheduler.test_scheduler import FakeBinder
 
 TIMEOUT = 10.0
-WEB = Owner("ReplicaSet", "web", "uid-web", "apps/v1")
+WEB = controller("web", api_version="apps/v1")
 
 
 async def until(condition: Callable[[], bool], within: float = TIMEOUT) -> None:
@@ -41,41 +49,27 @@ async def until(condition: Callable[[], bool], within: float = TIMEOUT) -> None:
 
 
 @dataclass
-class Evicted:
-    outcome: str = "evicted"
-
-
-@dataclass
 class FakeEvictions:
     """Records each eviction; answers with ``outcome``."""
 
-    outcome: str = "evicted"
+    outcome: EvictionOutcome = EvictionOutcome.EVICTED
     calls: list[str] = field(default_factory=list)
 
-    async def __call__(self, pod: Pod) -> Evicted:
+    async def __call__(self, pod: Pod) -> EvictionResult:
         self.calls.append(pod.key)
-        return Evicted(self.outcome)
-
-
-def node(name: str, cpu: int = 4000, *, unschedulable: bool = False) -> Node:
-    return Node(
-        name=name,
-        allocatable=Resources(milli_cpu=cpu, memory=2**34, pods=110),
-        unschedulable=unschedulable,
-    )
+        return EvictionResult(pod.key, self.outcome)
 
 
 def pod(name: str, cpu: int, *, on: str = "", owner: Owner | None = WEB) -> Pod:
-    requests = Resources(milli_cpu=cpu, memory=2**20)
-    return Pod(
+    """A pod of opsche owned by ``owner`` (web), 1 MiB, the same requests for fit and scoring."""
+    return factories.pod(
+        name,
+        cpu,
+        memory=2**20,
+        non_zero=True,
         namespace="ns",
-        name=name,
-        uid=f"uid-{name}",
-        scheduler_name="opsche",
-        node_name=on,
-        phase="Running" if on else "Pending",
-        requests=requests,
-        non_zero_requests=requests,
+        on=on,
+        scheduler="opsche",
         owner=owner,
     )
 
@@ -89,9 +83,13 @@ class Env:
     metrics: Metrics
 
     async def run(self) -> str:
-        assert self.flow.request("test")
+        assert self.flow.request(Trigger.PERIODIC)
         await asyncio.wait_for(self.flow.wait(), TIMEOUT)
         return self.flow.outcomes[-1]
+
+    def solving(self) -> bool:
+        """Whether a run is in progress, read afresh (the flow changes it behind our back)."""
+        return self.flow.in_progress
 
     def sample(self, name: str, labels: dict[str, str]) -> float:
         return self.metrics.registry.get_sample_value(name, labels) or 0.0
@@ -106,13 +104,13 @@ def figure_1(*, blocking: bool = False, owner: Owner | None = WEB, **settings: f
     metrics = Metrics()
     scheduler = Scheduler("opsche", framework, queue, Cache(), binder, metrics, preemption=False)
     for name in ("n1", "n2"):
-        scheduler.node_changed(node(name))
-    scheduler.pod_changed(pod("web-a", 2000, on="n1", owner=owner))
-    scheduler.pod_changed(pod("web-b", 2000, on="n2", owner=owner))
-    scheduler.pod_changed(pod("big", 4000, owner=None))
+        scheduler.events.node_changed(node(name))
+    scheduler.events.pod_changed(pod("web-a", 2000, on="n1", owner=owner))
+    scheduler.events.pod_changed(pod("web-b", 2000, on="n2", owner=owner))
+    scheduler.events.pod_changed(pod("big", 4000, owner=None))
     evictions = FakeEvictions()
-    flow_settings = FlowSettings(
-        trigger="scheduling-failure",
+    flow_settings = OptimiserSettings(
+        trigger=Trigger.SCHEDULING_FAILURE,
         blocking=blocking,
         solve_time_limit_s=2.0,
         convergence_interval_s=0.01,
@@ -142,13 +140,13 @@ async def test_a_plan_made_stale_before_validation_is_discarded_not_applied() ->
     env = figure_1()
 
     async def cordon() -> None:  # a concurrent change lands between solve and validation
-        env.scheduler.node_changed(node("n1", unschedulable=True))
+        env.scheduler.events.node_changed(node("n1", unschedulable=True))
 
     env.flow.before_validate = cordon
     assert await env.run() == "invalid"
     assert env.evictions.calls == []
     assert not any(e.reason == "OpscheMoved" for e in env.binder.events)
-    assert env.sample("opsche_solver_runs_total", {"trigger": "test", "result": "invalid"}) == 1
+    assert env.sample("opsche_solver_runs_total", {"trigger": "periodic", "result": "invalid"}) == 1
     assert env.sample("opsche_plan_activations_total", {}) == 0
     assert not env.flow.state.is_active
     # Never installed: the pending pod goes back to the scheduler, and the state solved is
@@ -159,7 +157,7 @@ async def test_a_plan_made_stale_before_validation_is_discarded_not_applied() ->
 
 async def test_a_refused_eviction_aborts_the_plan_and_releases_everything() -> None:
     env = figure_1()
-    env.evictions.outcome = "blocked"  # a PodDisruptionBudget said no (HTTP 429)
+    env.evictions.outcome = EvictionOutcome.BLOCKED  # a PodDisruptionBudget said no (HTTP 429)
     assert await env.run() == "eviction_refused"
     assert len(env.evictions.calls) == 1
     assert not any(e.reason == "OpscheMoved" for e in env.binder.events)
@@ -178,10 +176,10 @@ async def test_pods_without_a_controller_are_never_evicted() -> None:
 
 async def test_nothing_pending_means_no_solve() -> None:
     env = figure_1()
-    env.scheduler.pod_deleted(pod("big", 4000, owner=None))
+    env.scheduler.events.pod_deleted(pod("big", 4000, owner=None))
     assert await env.run() == "nothing_pending"
     assert env.flow.last_solved is None
-    assert env.sample("opsche_solver_runs_total", {"trigger": "test", "result": "plan"}) == 0
+    assert env.sample("opsche_solver_runs_total", {"trigger": "periodic", "result": "plan"}) == 0
 
 
 @pytest.mark.parametrize("blocking", [True, False])
@@ -208,8 +206,8 @@ async def test_only_one_run_at_a_time_and_the_state_solved_is_remembered() -> No
         await gate.wait()
 
     env.flow.before_validate = hold
-    assert env.flow.request("first")
-    assert not env.flow.request("second"), "a second run while one is in progress"
+    assert env.flow.request(Trigger.PERIODIC)
+    assert not env.flow.request(Trigger.PERIODIC), "a second run while one is in progress"
     gate.set()
     await asyncio.wait_for(env.flow.wait(), TIMEOUT)
     assert len(env.flow.outcomes) == 1
@@ -220,22 +218,22 @@ def test_the_state_key_ignores_heartbeats_but_not_placements() -> None:
     env = figure_1()
     scheduler = env.scheduler
     key = state_key(scheduler.plan_snapshot(), "opsche")
-    scheduler.pod_changed(replace(pod("web-a", 2000, on="n1"), phase="Running"))
+    scheduler.events.pod_changed(replace(pod("web-a", 2000, on="n1"), phase="Running"))
     assert state_key(scheduler.plan_snapshot(), "opsche") == key
-    scheduler.node_changed(node("n1", unschedulable=True))
+    scheduler.events.node_changed(node("n1", unschedulable=True))
     assert state_key(scheduler.plan_snapshot(), "opsche") != key
 
 
 async def test_a_failed_run_starts_a_cool_down_that_doubles_and_resets_on_success() -> None:
     env = figure_1()
     assert await env.run() == "timed_out"
-    assert not env.flow.request("again"), "no run during the cool-down: no eviction churn"
+    assert not env.flow.request(Trigger.PERIODIC), "no run during the cool-down: no eviction churn"
     first = env.flow.not_before - env.flow.clock()
     assert 9 < first <= 10
     env.flow.not_before = 0.0
     assert await env.run() == "timed_out"
     assert 19 < env.flow.not_before - env.flow.clock() <= 20
-    env.flow._finish("converged")  # a success resets the doubling
+    env.flow._finish(RunOutcome.CONVERGED)  # a success resets the doubling
     assert env.flow.failures_in_a_row == 0
 
 
@@ -248,10 +246,10 @@ async def test_the_failure_trigger_does_not_solve_the_same_state_twice() -> None
     await asyncio.wait_for(env.flow.wait(), TIMEOUT)
     assert env.flow.outcomes == ["empty"]
     on_failure(big)  # the same cluster: nothing to gain from solving it again
-    assert not env.flow.in_progress
-    env.scheduler.node_changed(node("n3"))  # a new node: a new state, worth a run
+    assert not env.solving()
+    env.scheduler.events.node_changed(node("n3"))  # a new node: a new state, worth a run
     on_failure(big)
-    assert env.flow.in_progress
+    assert env.solving()
     await asyncio.wait_for(env.flow.wait(), TIMEOUT)
     assert len(env.flow.outcomes) == 2
 
@@ -261,7 +259,7 @@ async def test_a_planned_pod_in_backoff_retries_as_soon_as_the_moved_pod_is_gone
     went to backoff. When the replica is gone, the flow puts it straight back to active."""
     env = figure_1(plan_timeout_s=5.0)
     queue = env.scheduler.queue
-    assert env.flow.request("test")
+    assert env.flow.request(Trigger.PERIODIC)
 
     # Enforcing: evicted, the placements activated and scheduling resumed.
     await until(lambda: bool(env.evictions.calls) and not env.scheduler.paused)
@@ -272,7 +270,7 @@ async def test_a_planned_pod_in_backoff_retries_as_soon_as_the_moved_pod_is_gone
     assert queue.where("ns/big") in ("backoff", "unschedulable")
     [moved] = env.evictions.calls
     name = moved.split("/")[1]
-    env.scheduler.pod_deleted(pod(name, 2000, on="n1" if name == "web-a" else "n2"))
+    env.scheduler.events.pod_deleted(pod(name, 2000, on="n1" if name == "web-a" else "n2"))
 
     await until(lambda: queue.where("ns/big") == "active", within=2.0)
-    env.flow._finish("converged")
+    env.flow._finish(RunOutcome.CONVERGED)

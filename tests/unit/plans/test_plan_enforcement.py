@@ -11,17 +11,15 @@ import random
 
 import pytest
 
-from opsche_daemon.daemon import is_protected
 from opsche_daemon.framework.interface import Code, CycleState, Status
 from opsche_daemon.framework.registry import build_framework
 from opsche_daemon.framework.runtime import FitError
-from opsche_daemon.model.node import Node, NodeInfo
+from opsche_daemon.model.node import Node
 from opsche_daemon.model.plan import Move, Placement, Plan, PlanStatus
-from opsche_daemon.model.pod import Owner, Pod
-from opsche_daemon.model.resources import Resources
+from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.selectors import Taint
 from opsche_daemon.model.snapshot import Snapshot
-from opsche_daemon.plan import (
+from opsche_daemon.plans import (
     ActivePlan,
     ConvergenceMonitor,
     PlanGate,
@@ -34,44 +32,28 @@ from opsche_daemon.plan import (
     plan_plugins,
 )
 from opsche_daemon.queue import SchedulingQueue
+from opsche_daemon.safety import is_protected
+from tests.factories import GiB, controller, node, pod, snapshot_of
 
-WEB = Owner("ReplicaSet", "web", "uid-web")
+WEB = controller("web")
 WEB_KEY = Workload("ReplicaSet", "uid-web", "ns")
 
 
-def node(name: str, cpu: int = 2000) -> Node:
-    return Node(name, allocatable=Resources(cpu, 2**32, 0, 110))
+BIG = pod("big", 1500, namespace="ns")
+REPLACEMENT = pod("web-x7k2p", 1000, namespace="ns", owner=WEB)
+REPLACEMENT_2 = pod("web-q9z4m", 1000, namespace="ns", owner=WEB)
+OTHER = pod("other", 500, namespace="ns")
+SYSTEM = pod("coredns-1", 500, namespace="kube-system")
 
 
-def running(name: str, on: str, cpu: int = 1000, owner: Owner | None = WEB) -> Pod:
-    return Pod(
-        "ns",
-        name,
-        uid=f"uid-{name}",
-        node_name=on,
-        phase="Running",
-        requests=Resources(cpu),
-        owner=owner,
-    )
-
-
-def pending(name: str, cpu: int = 500, owner: Owner | None = None, ns: str = "ns") -> Pod:
-    return Pod(ns, name, uid=f"uid-{name}", requests=Resources(cpu), owner=owner)
-
-
-BIG = pending("big", cpu=1500)
-REPLACEMENT = pending("web-x7k2p", cpu=1000, owner=WEB)
-REPLACEMENT_2 = pending("web-q9z4m", cpu=1000, owner=WEB)
-OTHER = pending("other")
-SYSTEM = pending("coredns-1", ns="kube-system")
+def two_nodes(n1: Node | None = None) -> tuple[Node, Node]:
+    """n1 and n2 with 2 cpu each (``n1`` replaced when given)."""
+    return n1 or node("n1", 2000, memory=4 * GiB), node("n2", 2000, memory=4 * GiB)
 
 
 def snapshot(pending_pods: tuple[Pod, ...] = ()) -> Snapshot:
-    return Snapshot.of(
-        [NodeInfo.build(node("n1"), (running("web-a", "n1"),)), NodeInfo.build(node("n2"))],
-        pending_pods,
-        generation=7,
-    )
+    web_a = pod("web-a", 1000, namespace="ns", on="n1", owner=WEB)
+    return snapshot_of(two_nodes(), (web_a, *pending_pods), generation=7)
 
 
 def figure1_plan(owner_uid: str = "") -> Plan:
@@ -117,12 +99,12 @@ def test_without_a_snapshot_the_workload_is_matched_by_name_or_by_the_moves_owne
 
 def test_a_recreated_workload_or_pod_with_the_same_name_is_not_planned() -> None:
     _, active = installed()
-    impostor = pending("web-z", owner=Owner("ReplicaSet", "web", "uid-web-v2"))
+    impostor = pod("web-z", 500, namespace="ns", owner=controller("web", uid="uid-web-v2"))
     assert not active.is_planned(impostor)
-    same_name = Pod("ns", "big", uid="uid-big-v2", requests=Resources(1500))
+    same_name = pod("big", 1500, namespace="ns", uid="uid-big-v2")
     assert not active.is_planned(same_name)
     # Another namespace's workload of the same name is another workload.
-    assert not active.is_planned(pending("web-y", owner=WEB, ns="other-ns"))
+    assert not active.is_planned(pod("web-y", 500, namespace="other-ns", owner=WEB))
 
 
 def test_a_move_without_an_owner_is_reported_not_guessed() -> None:
@@ -287,12 +269,10 @@ def test_observe_reads_placed_pods_and_pending_workload_pods_from_a_snapshot() -
     before = active.observe(snapshot(pending_pods=(BIG, REPLACEMENT, OTHER)))
     assert before.bound == {"ns/big": ""}
     assert before.pending_by_workload == {WEB_KEY: 1}
-    placed = Pod("ns", "big", uid="uid-big", node_name="n1", phase="Running")
-    after = Snapshot.of(
-        [NodeInfo.build(node("n1"), (placed,)), NodeInfo.build(node("n2"))], (REPLACEMENT,)
-    )
+    placed = pod("big", namespace="ns", on="n1")
+    after = snapshot_of(two_nodes(), (placed, REPLACEMENT))
     assert active.observe(after).bound == {"ns/big": "n1"}
-    terminating = Pod("ns", "big", uid="uid-big", deleting=True)
+    terminating = pod("big", namespace="ns", deleting=True)
     assert active.observe(Snapshot.of([], (terminating,))).bound == {}
 
 
@@ -342,11 +322,9 @@ def test_monitor_converges_after_the_placed_pod_binds_and_the_quota_is_used() ->
     now = [0.0]
     monitor = ConvergenceMonitor(active, timeout_s=60.0, settle_s=1.0, clock=lambda: now[0])
     assert active.reserve(REPLACEMENT, "n2") and active.reserve(BIG, "n1")
-    placed = Pod("ns", "big", uid="uid-big", node_name="n1", phase="Running")
-    moved = Pod("ns", REPLACEMENT.name, node_name="n2", phase="Running", owner=WEB)
-    after = Snapshot.of(
-        [NodeInfo.build(node("n1"), (placed,)), NodeInfo.build(node("n2"), (moved,))]
-    )
+    placed = pod("big", namespace="ns", on="n1")
+    moved = pod(REPLACEMENT.name, namespace="ns", uid="", on="n2", owner=WEB)
+    after = snapshot_of(two_nodes(), (placed, moved))
     now[0] = 0.5
     assert monitor.check(active.observe(after)) is Verdict.CONVERGED
 
@@ -395,15 +373,8 @@ def test_the_framework_pins_reserves_and_unreserves() -> None:
     # The evictions already ran: web-a is gone and n1 has room for big, but n1 carries a
     # PreferNoSchedule taint, so without the plan big goes to n2.
     soft_taint = (Taint("maintenance", "soon", "PreferNoSchedule"),)
-    snap = Snapshot.of(
-        [
-            NodeInfo.build(
-                Node("n1", taints=soft_taint, allocatable=Resources(2000, 2**32, 0, 110))
-            ),
-            NodeInfo.build(node("n2")),
-        ],
-        (BIG, REPLACEMENT, REPLACEMENT_2, OTHER),
-    )
+    tainted = node("n1", 2000, memory=4 * GiB, taints=soft_taint)
+    snap = snapshot_of(two_nodes(tainted), (BIG, REPLACEMENT, REPLACEMENT_2, OTHER))
     assert framework.schedule(CycleState(snap), BIG).node == "n2"
     active = state.install(figure1_plan(), snapshot(), plan_id="p1")
 
