@@ -20,30 +20,15 @@ from opsche_daemon.config import (
     read_config,
 )
 
-README_BLOCK = """\
-schedulerName: opsche
-clientConnection: {qps: 50, burst: 100}      # kube-scheduler's defaults
-bindWorkers: 16
-podInitialBackoffSeconds: 1
-podMaxBackoffSeconds: 10
-percentageOfNodesToScore: 0                   # 0: adaptive, as upstream
-preemption: {enabled: true, respectPodDisruptionBudgets: false}
-profile:
-  disabled: [ImageLocality]
-  weights: {NodeResourcesFit: 1}
-  pluginConfig:
-    - name: NodeResourcesFit
-      args: {scoringStrategy: {type: MostAllocated}}
-optimiser:
-  trigger: scheduling-failure                 # or periodic, stable-queue, none
-  blocking: false
-  solver: cpsat                               # or heuristic
-  solveTimeLimitSeconds: 2
-  periodSeconds: 8                            # periodic trigger
-  stableWindowSeconds: 8                      # stable-queue trigger
-  planTimeoutSeconds: 4                       # a plan not carried out by then is torn down
-  failureCooldownSeconds: 10                  # after a failed plan; doubles, at most 300
-"""
+README = Path(__file__).resolve().parents[3] / "README.md"
+
+
+def readme_config_block() -> str:
+    """The YAML block under "The config file reads like KubeSchedulerConfiguration" in README.md."""
+    text = README.read_text(encoding="utf-8")
+    intro = text.index("The config file reads like KubeSchedulerConfiguration")
+    start = text.index("```yaml\n", intro) + len("```yaml\n")
+    return text[start : text.index("```", start)]
 
 
 def test_defaults_are_kube_schedulers_and_the_old_ones() -> None:
@@ -81,7 +66,7 @@ def test_enum_values_are_the_file_and_metric_strings() -> None:
 
 def test_the_readme_block_is_accepted_with_its_meaning(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
-    path.write_text(README_BLOCK)
+    path.write_text(readme_config_block())
     config = load_config(path)
     assert config == SchedulerConfig(
         profile=ProfileSettings(

@@ -274,3 +274,61 @@ async def test_a_planned_pod_in_backoff_retries_as_soon_as_the_moved_pod_is_gone
 
     await until(lambda: queue.where("ns/big") == "active", within=2.0)
     env.flow._finish(RunOutcome.CONVERGED)
+
+
+async def test_the_periodic_trigger_solves_each_period_but_not_an_unchanged_cluster_twice() -> None:
+    env = figure_1(owner=None)  # bare pods: every run ends empty and the cluster stays the same
+    env.flow.settings = replace(env.flow.settings, trigger=Trigger.PERIODIC, period_s=0.02)
+    task = asyncio.get_running_loop().create_task(run_trigger(env.flow))
+    try:
+        await until(lambda: len(env.flow.outcomes) == 1)
+        # Nothing to await for an absence: ten periods pass without a second run.
+        await asyncio.sleep(0.2)
+        assert env.flow.outcomes == ["empty"]
+        # A new state (a node too small to help): the next period solves it again.
+        env.scheduler.events.node_changed(node("n3", cpu=1000))
+        await until(lambda: len(env.flow.outcomes) == 2)
+        labels = {"trigger": "periodic", "result": "empty"}
+        assert env.sample("opsche_solver_runs_total", labels) == 2
+    finally:
+        task.cancel()
+
+
+async def test_the_stable_queue_trigger_waits_for_the_pending_set_to_settle() -> None:
+    env = figure_1(owner=None)
+    env.flow.settings = replace(
+        env.flow.settings, trigger=Trigger.STABLE_QUEUE, poll_s=0.01, stable_window_s=5.0
+    )
+    now = [100.0]
+    env.flow.clock = lambda: now[0]
+    task = asyncio.get_running_loop().create_task(run_trigger(env.flow))
+    try:
+        await asyncio.sleep(0.1)  # ten polls within the window: no run yet
+        assert env.flow.outcomes == []
+        now[0] += 4.0
+        env.scheduler.events.pod_changed(pod("late", 4000, owner=None))  # the set changes
+        await asyncio.sleep(0.1)
+        now[0] += 4.0  # 8 s since the start, but only 4 s since the set last changed
+        await asyncio.sleep(0.1)
+        assert env.flow.outcomes == []
+        now[0] += 1.5
+        await until(lambda: len(env.flow.outcomes) == 1)
+        labels = {"trigger": "stable-queue", "result": "empty"}
+        assert env.sample("opsche_solver_runs_total", labels) == 1
+    finally:
+        task.cancel()
+
+
+async def test_the_stable_queue_trigger_cancels_a_solve_when_the_pending_set_changes() -> None:
+    env = figure_1(owner=None)
+    env.flow.settings = replace(env.flow.settings, trigger=Trigger.STABLE_QUEUE, poll_s=0.01)
+    task = asyncio.get_running_loop().create_task(run_trigger(env.flow))
+    try:
+        await asyncio.sleep(0.05)  # the trigger has seen the pending set
+        env.flow.in_progress = True  # as if a solve were running (no plan installed yet)
+        cancel = env.flow.cancel
+        env.scheduler.events.pod_changed(pod("late", 4000, owner=None))
+        await until(cancel.is_set)
+    finally:
+        task.cancel()
+        env.flow.in_progress = False
