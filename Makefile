@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO_NODES ?= 8
 
-.PHONY: setup venv controlplane lint check fmt test test-unit test-integration demo clean cluster-down
+.PHONY: setup venv controlplane check fmt test test-unit test-integration demo clean cluster-down
 
 setup: venv controlplane
 
@@ -24,14 +24,11 @@ controlplane: venv
 	$(BIN)/opsche cluster build
 
 # The static checks CI runs before the tests: formatting, lint, types (tests too), layering.
-lint: venv
+check: venv
 	$(BIN)/ruff format --check src tests
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy --strict src tests
 	$(BIN)/lint-imports
-
-check: lint
-	$(BIN)/pytest -q tests/unit
 
 fmt: venv
 	$(BIN)/ruff format src tests

@@ -1,8 +1,9 @@
 """Checks of a built settings tree: bounds from each field's ``Doc``, and the rules across fields.
 
 The loader runs these after converting the file, and so can anyone who builds or changes a
-``SchedulerConfig`` in code (the CLI after applying its flags): a tree that did not come from a
-file gets the same checks. Type checks live in the loader, where the raw YAML value is still known.
+``SchedulerConfig`` in code: a tree that did not come from a file gets the same checks. (The CLI's
+flags replace values with choices it has already checked, so it does not need them again.) Type
+checks live in the loader, where the raw YAML value is still known.
 """
 
 from __future__ import annotations

@@ -2,8 +2,11 @@
 
 This is the only place a default is written. The YAML loader, the ``opsche run`` flags, ``opsche
 config defaults`` and the daemon all read these classes; a setting the file cannot set (the
-``yaml=None`` ones) is documented here all the same, so a reader sees every timing the daemon
-uses. The defaults are kube-scheduler's wherever it has the same setting.
+``yaml=None`` ones) is documented here all the same, so a reader sees every timing of the queue and
+the optimiser. (A few internal pacing constants are not settings and stay beside the code that uses
+them, each with its reason: the scheduling loop's 50 ms turn, the queue flush's 1 s and 30 s ticks,
+the 10 s shutdown bounds and the plan convergence's 2 s settle window.) The defaults are kube-
+scheduler's wherever it has the same setting.
 
 Enums are ``StrEnum``: their values are the strings of the file format and of the Prometheus
 labels (``opsche_solver_runs_total{trigger="periodic"}``), so they compare equal to those strings.

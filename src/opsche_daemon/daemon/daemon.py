@@ -44,7 +44,6 @@ from opsche_daemon.kube.client import api_client
 from opsche_daemon.kube.intake import build_registry, initial_sync
 from opsche_daemon.kube.writer import Writer
 from opsche_daemon.metrics import Metrics
-from opsche_daemon.model.pod import Pod
 from opsche_daemon.plans import (
     OptimizationFlow,
     PlanState,
@@ -54,7 +53,7 @@ from opsche_daemon.plans import (
 )
 from opsche_daemon.queue import SchedulingQueue
 from opsche_daemon.safety import is_protected
-from opsche_daemon.scheduler import Scheduler
+from opsche_daemon.scheduler import Nominator, Scheduler
 
 __all__ = ["Daemon", "DaemonOptions", "run_daemon"]
 
@@ -89,12 +88,13 @@ class Daemon:
 
     def _build(self, writer: Writer) -> Scheduler:
         config = self.config
+        nominator = Nominator()
         preemption = DefaultPreemption(
             self._framework,
             config.profile.plugin_args.get("DefaultPreemption"),
             respect_pdbs=config.preemption.respect_pdbs,
             protected=is_protected,
-            nominated=self._nominated,
+            nominated=nominator.nominated,
         )
         self.plan_state = PlanState(protected=is_protected)
         extra: list[Plugin] = [preemption] if config.preemption.enabled else []
@@ -117,8 +117,8 @@ class Daemon:
             self.metrics,
             bind_workers=config.bind_workers,
             preemption=config.preemption.enabled,
+            nominator=nominator,
         )
-        self.scheduler.preemption_paused = lambda: self.plan_state.is_active
         self.flow = OptimizationFlow(
             self.scheduler,
             self.plan_state,
@@ -128,9 +128,6 @@ class Daemon:
             before_validate=self.failpoints.get("before-validate"),
         )
         return self.scheduler
-
-    def _nominated(self) -> dict[str, list[Pod]]:
-        return self.scheduler.nominated() if self.scheduler is not None else {}
 
     def _framework(self) -> Framework:
         if self.framework is None:

@@ -1,11 +1,13 @@
 """The scheduling framework's contracts: one Status type and one small Protocol per extension point.
 
 Modelled on kube-scheduler's ``pkg/scheduler/framework/interface.go``. The contract of each
-extension point is written on its Protocol, because plugin authors read interfaces, not runners.
+extension point is written on its Protocol, because plugin authors read interfaces, not runners;
+the wording is upstream's where opsche behaves the same, and says so where it does not.
 
 The framework is pure: plugins read a ``Snapshot`` and return decisions. Anything that acts on the
-cluster (binding, evicting preemption victims) is done by the daemon's binder and kube layer; a
-PostFilter plugin therefore *returns* its victims instead of deleting them.
+cluster (binding, evicting preemption victims) is done through the scheduler's ``Binder``
+(``kube.binder.KubeBinder``); a PostFilter plugin therefore *returns* its victims instead of
+deleting them.
 """
 
 from __future__ import annotations
@@ -243,8 +245,8 @@ class PostFilterPlugin(Plugin, Protocol):
 class PreScorePlugin(Plugin, Protocol):
     """Informational, called once with the nodes that passed filtering, before any Score.
 
-    Every PreScore must return success or the pod is rejected; Skip skips this plugin's Score
-    for this cycle.
+    Skip skips this plugin's Score for this cycle. Upstream rejects the pod on any other
+    non-success Status; opsche's runtime ignores it (no default plugin returns one).
     """
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status:
@@ -257,7 +259,7 @@ class ScorePlugin(Plugin, Protocol):
     """Ranks the nodes that passed filtering: normalised to 0..100, then weighted and summed."""
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> tuple[int, Status]:
-        """A raw score for one filtered node; must succeed or the pod is rejected."""
+        """A raw score for one filtered node (the Status is not read: scores always succeed)."""
         ...
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status:

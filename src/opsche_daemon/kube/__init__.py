@@ -3,4 +3,10 @@
 Intake is kopf event handlers (no per-object annotations: opsche never writes to pods it merely
 observes); writes (bindings, events, status conditions, evictions) go through kubernetes-asyncio
 behind a client-side rate limiter, like kube-scheduler's client QPS/burst.
+
+* ``intake``: the initial LIST and the kopf watch handlers, into ``scheduler.events``;
+* ``writer``: every write, rate-limited (``ratelimit``: the token bucket);
+* ``binder``: ``KubeBinder``, the scheduler's ``Binder`` over the writer (binds, preemption);
+* ``client``: building the API client from a kubeconfig or the pod's service account;
+* ``snapshot``: reading the cluster into a snapshot file (``opsche snapshot``).
 """

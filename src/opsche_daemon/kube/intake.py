@@ -46,7 +46,7 @@ WORKLOADS = (
 
 
 class IntakeSink(Protocol):
-    """What the daemon does with each observed change (implemented by the scheduler)."""
+    """What is done with each observed change (``scheduler.events.EventHandlers``)."""
 
     def pod_changed(self, pod: Pod) -> None:
         """A pod was added or modified."""

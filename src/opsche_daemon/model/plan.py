@@ -1,9 +1,9 @@
 """A plan: what the optimiser wants changed, as data.
 
-Plans are computed from a Snapshot (whose generation they record), checked by validation against
-a fresh one, and enforced by the daemon; none of those steps needs more than this data. Pods are
-named by ``namespace/name`` and, where known, UID, so a plan can never be applied to a different
-pod that reused a name.
+Plans are computed from a Snapshot (whose generation they record), checked by validation against a
+fresh one, and enforced by ``plans.enforcement.PlanEnforcer``; none of those steps needs more than
+this data. Pods are named by ``namespace/name`` and, where known, UID, so a plan can never be
+applied to a different pod that reused a name.
 """
 
 from __future__ import annotations

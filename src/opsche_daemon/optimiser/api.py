@@ -14,7 +14,6 @@ import time
 from opsche_daemon.config import SolverKind
 from opsche_daemon.model.plan import Plan
 from opsche_daemon.model.snapshot import Snapshot
-from opsche_daemon.optimiser.cpsat import CpSatSolver
 from opsche_daemon.optimiser.heuristic import HeuristicSolver, heuristic_counts
 from opsche_daemon.optimiser.problem import (
     Problem,
@@ -56,6 +55,9 @@ def solve_snapshot(
     if solver == SolverKind.HEURISTIC:
         chosen = HeuristicSolver()
     else:
+        # Imported here: OR-Tools (with numpy and pandas) takes about a second to load, which
+        # commands that only check a config or use the heuristic should not pay.
+        from opsche_daemon.optimiser.cpsat import CpSatSolver  # noqa: PLC0415
 
         def warm_start(p: Problem) -> dict[tuple[int, int], int]:
             return heuristic_counts(p, deadline, cancel)

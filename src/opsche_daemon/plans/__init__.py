@@ -10,7 +10,8 @@
 * ``convergence``: when a plan is done or has timed out (Algorithm 7);
 * ``outcomes``: how runs end.
 
-Nothing here talks to the API server: the eviction call and the event sink come from the daemon.
+Nothing here talks to the API server: the eviction call is injected (``kube.writer.Writer.evict``
+in the daemon) and events go through the scheduler's ``Binder``.
 """
 
 from __future__ import annotations

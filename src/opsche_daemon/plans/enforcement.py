@@ -63,6 +63,8 @@ class PlanEnforcer:
         self.evict = evict
         self.settings = settings
         self.clock = clock
+        # Preemption would evict pods the plan counts on, or take room it reserved.
+        scheduler.preemption_paused = lambda: state.is_active
 
     async def enforce(self, plan: Plan, fresh: Snapshot, trigger: str) -> RunOutcome:
         """Steps 1-4 for a plan validated against ``fresh``; the caller then calls ``tear_down``."""

@@ -109,7 +109,16 @@ class OptimizationFlow:
         except Exception:
             log.exception("optimisation run failed", trigger=trigger)
             outcome = RunOutcome.ERROR
-        self._finish(outcome)
+        try:
+            self._finish(outcome)
+        except Exception:
+            # A teardown that fails once is tried again as an error; whatever happens, the
+            # flow must not stay "in progress", or no trigger could ever start a run again.
+            log.exception("tearing the run down failed", outcome=outcome)
+            try:
+                self._finish(RunOutcome.ERROR)
+            finally:
+                self.in_progress = False
 
     async def _solve_validate_enforce(self, trigger: Trigger) -> RunOutcome:
         settings = self.settings

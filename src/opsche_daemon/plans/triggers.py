@@ -31,11 +31,11 @@ def has_background_task(trigger: Trigger) -> bool:
 async def run_trigger(flow: OptimizationFlow) -> None:
     """The configured trigger's loop (Algorithm 6); returns at once for none and failure."""
     trigger = flow.settings.trigger
-    if trigger is Trigger.SCHEDULING_FAILURE:
+    if trigger == Trigger.SCHEDULING_FAILURE:
         _on_scheduling_failure(flow)
-    elif trigger is Trigger.PERIODIC:
+    elif trigger == Trigger.PERIODIC:
         await _periodic(flow)
-    elif trigger is Trigger.STABLE_QUEUE:
+    elif trigger == Trigger.STABLE_QUEUE:
         await _stable_queue(flow)
 
 

@@ -74,6 +74,7 @@ class Scheduler:
         *,
         bind_workers: int = 16,
         preemption: bool = True,
+        nominator: Nominator | None = None,
     ) -> None:
         self.name = name
         self.framework = framework
@@ -82,7 +83,8 @@ class Scheduler:
         self.binder = binder
         self.metrics = metrics
         self.preemption = preemption
-        self.nominator = Nominator()
+        # Shared with DefaultPreemption, which reads the nominations in its dry runs.
+        self.nominator = nominator or Nominator()
         # The watch's entry point: the kube layer feeds these handlers, which feed cache and queue.
         self.events = EventHandlers(name, cache, queue, metrics, self.nominator)
         self._bind_slots = asyncio.Semaphore(bind_workers)
@@ -94,7 +96,8 @@ class Scheduler:
         self._running.set()
         # Called with each pod a cycle found unschedulable (the scheduling-failure trigger).
         self.on_unschedulable: list[Callable[[Pod], None]] = []
-        # True while a plan is enforced: preemption then stays out of the plan's way.
+        # True while a plan is enforced (the plans package sets it): preemption then stays out
+        # of the plan's way.
         self.preemption_paused: Callable[[], bool] = lambda: False
         size = metrics.cache_size
         size.labels("nodes").set_function(lambda: cache.stats().nodes)

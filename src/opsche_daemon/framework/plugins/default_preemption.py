@@ -1,8 +1,8 @@
 """DefaultPreemption: when no node fits, find a node where evicting lower-priority pods makes room.
 
 Modelled on kube-scheduler's ``plugins/defaultpreemption`` and ``framework/preemption`` (the
-Evaluator). The plugin is pure: it returns the node to nominate and the victims, and the daemon's
-binder evicts them. In order:
+Evaluator). The plugin is pure: it returns the node to nominate and the victims, and the scheduler's
+``Binder`` (``kube.binder.KubeBinder``) evicts them. In order:
 
 1. *Eligibility.* A pod with ``preemptionPolicy: Never`` never preempts. A pod already nominated to
    a node where a lower-priority pod is still terminating waits for it instead of preempting again
@@ -37,10 +37,11 @@ Differences from upstream, by design:
 * ``respect_pdbs`` (opsche's option): a node whose victims would violate any PodDisruptionBudget is
   not a candidate at all; its dry-run status says so.
 * ``protected`` plays the role of upstream's ``IsEligiblePod`` hook (kube-system, DaemonSet and
-  mirror pods in the daemon's default); such pods are never victims.
+  mirror pods and opted-out pods with ``safety.is_protected``, which the daemon passes; the
+  default protects nothing, as upstream); such pods are never victims.
 * Pod start time is ``Pod.created`` (upstream uses ``status.startTime``).
 * Clearing ``nominatedNodeName`` of lower-priority pods nominated to the chosen node, and of the
-  preemptor when nothing helps, is left to the daemon; PDB ``disruptedPods`` are not modelled;
+  preemptor when nothing helps, is not this plugin's; PDB ``disruptedPods`` are not modelled;
   extenders and pod-group (workload) preemption do not exist in opsche.
 """
 
@@ -62,6 +63,7 @@ from opsche_daemon.framework.interface import (
 from opsche_daemon.model.node import NodeInfo
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.snapshot import DisruptionBudget, Snapshot
+from opsche_daemon.safety import Protected, never_protected
 
 if TYPE_CHECKING:
     from opsche_daemon.framework.runtime import Framework
@@ -242,10 +244,6 @@ def _aggregate(errors: Sequence[str]) -> str:
     return "[" + ", ".join(errors) + "]"
 
 
-def _never_protected(_: Pod) -> bool:
-    return False
-
-
 class DefaultPreemption:
     """PostFilter: nominate a node and name the lower-priority pods to evict there."""
 
@@ -257,7 +255,7 @@ class DefaultPreemption:
         args: Mapping[str, Any] | None = None,
         *,
         respect_pdbs: bool = False,
-        protected: Callable[[Pod], bool] | None = None,
+        protected: Protected = never_protected,
         rng: random.Random | None = None,
         nominated: Callable[[], Mapping[str, Sequence[Pod]]] | None = None,
     ) -> None:
@@ -265,7 +263,7 @@ class DefaultPreemption:
         self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute = _parse_args(args)
         self._framework_ref = framework_ref
         self.respect_pdbs = respect_pdbs
-        self._protected = protected or _never_protected
+        self._protected = protected
         self._rng = rng or random.Random()  # noqa: S311 - load spreading, not cryptography
         self._nominated = nominated
 

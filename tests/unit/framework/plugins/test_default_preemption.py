@@ -34,6 +34,7 @@ from opsche_daemon.model.node import NodeInfo
 from opsche_daemon.model.pod import Owner, Pod
 from opsche_daemon.model.selectors import LabelSelector
 from opsche_daemon.model.snapshot import DisruptionBudget, Snapshot
+from opsche_daemon.safety import never_protected
 from tests.factories import node, pod, snapshot_of
 
 # ---------------------------------------------------------------------------------- builders
@@ -134,7 +135,7 @@ def run(
         lambda: fw,
         args,
         respect_pdbs=respect_pdbs,
-        protected=protected,
+        protected=protected or never_protected,
         rng=rng or FixedOffset(0),
         nominated=nominated,
     )
