@@ -16,6 +16,7 @@ failure take the same single shutdown path.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import signal
 from dataclasses import dataclass
@@ -136,6 +137,10 @@ class Daemon:
 
     async def run(self) -> int:
         """Run until a signal or a task failure; returns the exit code."""
+        # The CLI imports OR-Tools only when CP-SAT runs; the daemon loads it now, or the first
+        # plan would spend up to a second of its solve budget importing it (seen as an empty
+        # first plan with solveTimeLimitSeconds: 1).
+        importlib.import_module("opsche_daemon.optimiser.cpsat")
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
