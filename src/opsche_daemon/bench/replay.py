@@ -1,0 +1,212 @@
+"""``opsche bench replay``: every trace under every scheduler configuration, one fresh cluster each.
+
+The grid is the product traces x configurations, in a fixed order. Each run gets a fresh local
+cluster of the trace's size (so no run inherits another's pods, events or etcd history), with
+kube-scheduler running only in the baseline run and opsche, started here, only in its own runs:
+an idle second scheduler still handles every pod event, and on a 2-core machine that would be
+measured too. One result file per run, written atomically when the run is complete, makes the
+grid resumable (finished runs are skipped) and shardable (``--shard I/N`` takes every N-th run).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
+from opsche_daemon.localcluster.daemon_process import start_opsche
+from opsche_daemon.localcluster.versions import load_versions
+from opsche_daemon.replay.replayer import Printer, ReplayOptions
+from opsche_daemon.replay.run import replay_to_file
+from opsche_daemon.trace.model import Trace, read_trace
+from opsche_daemon.trace.result import SchedulerRun
+
+__all__ = [
+    "BASELINE",
+    "TRIGGERS",
+    "GridRun",
+    "parse_scheduler",
+    "plan_grid",
+    "result_path",
+    "run_grid",
+]
+
+BASELINE = "kube-scheduler"
+TRIGGERS = ("periodic", "stable-queue", "scheduling-failure", "none")
+_SUFFIXES = ("blocking", "no-preemption")
+
+
+class GridError(ValueError):
+    """A grid that cannot be planned: a bad scheduler label, shard or trace."""
+
+
+def parse_scheduler(label: str) -> SchedulerRun:
+    """``kube-scheduler``, or an opsche trigger with optional ``-blocking``/``-no-preemption``.
+
+    ``periodic``, ``stable-queue-blocking``, ``scheduling-failure-no-preemption``, ``none`` (opsche
+    with plans off). Non-blocking with default preemption on is the paper's headline setting.
+    """
+    if label == BASELINE:
+        return SchedulerRun(label=label, scheduler_name="default-scheduler")
+    rest = label
+    flags: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _SUFFIXES:
+            if rest.endswith(f"-{suffix}"):
+                rest = rest[: -len(suffix) - 1]
+                flags.add(suffix)
+                changed = True
+    if rest not in TRIGGERS:
+        raise GridError(
+            f"scheduler {label!r}: expected {BASELINE} or one of {', '.join(TRIGGERS)}, "
+            f"optionally with -blocking and/or -no-preemption"
+        )
+    return SchedulerRun(
+        label=label,
+        scheduler_name="opsche",
+        trigger=rest,
+        blocking="blocking" in flags,
+        preemption="no-preemption" not in flags,
+    )
+
+
+@dataclass(frozen=True)
+class GridRun:
+    """One cell of the grid."""
+
+    index: int
+    trace_path: Path
+    scheduler: SchedulerRun
+
+
+def result_path(out_dir: Path, trace_path: Path, label: str) -> Path:
+    """Where a run's result goes: one file per (trace, configuration)."""
+    return out_dir / f"{trace_path.stem}__{label}.json"
+
+
+def plan_grid(
+    traces: Sequence[Path], labels: Sequence[str], shard: tuple[int, int] = (1, 1)
+) -> list[GridRun]:
+    """The runs of this shard, traces in the given order, each trace's configurations together."""
+    index, count = shard
+    if count < 1 or not 1 <= index <= count:
+        raise GridError(f"--shard {index}/{count}: expected I/N with 1 <= I <= N")
+    stems = [t.stem for t in traces]
+    if len(set(stems)) != len(stems):
+        raise GridError("two traces have the same file name; results are keyed by it")
+    schedulers = [parse_scheduler(label) for label in labels]
+    runs = []
+    for i, (trace, scheduler) in enumerate((t, s) for t in traces for s in schedulers):
+        if i % count == index - 1:
+            runs.append(GridRun(i, trace, scheduler))
+    return runs
+
+
+def _opsche_args(scheduler: SchedulerRun, config: Path | None) -> list[str]:
+    args = ["--log-level", "info", "--trigger", str(scheduler.trigger)]
+    if scheduler.blocking:
+        args.append("--blocking")
+    if scheduler.preemption is False:
+        args.append("--no-preemption")
+    if config is not None:
+        args += ["--config", str(config)]
+    return args
+
+
+def _run_one(
+    run: GridRun,
+    trace: Trace,
+    out_dir: Path,
+    options: ReplayOptions,
+    opsche_config: Path | None,
+    out: Printer,
+) -> None:
+    baseline = run.scheduler.label == BASELINE
+    logs = out_dir / "logs"
+    logs.mkdir(exist_ok=True)
+    stem = f"{run.trace_path.stem}__{run.scheduler.label}"
+    with tempfile.TemporaryDirectory(prefix="opsche-replay-") as tmp:
+        state = Path(tmp) / "cluster"
+        cluster = LocalCluster(state, load_versions(), out=lambda _line: None)
+        spec = ClusterSpec(
+            nodes=trace.nodes,
+            node_cpu=trace.node.cpu_quantity(),
+            node_memory=trace.node.memory_quantity(),
+            default_scheduler=baseline,
+        )
+        daemon = None
+        try:
+            layout = cluster.up(spec)
+            metrics_url = None
+            if not baseline:
+                daemon = start_opsche(
+                    layout.kubeconfig,
+                    logs / f"{stem}.opsche.log",
+                    _opsche_args(run.scheduler, opsche_config),
+                )
+                metrics_url = f"http://127.0.0.1:{daemon.port}/metrics"
+            run_options = ReplayOptions(
+                scheduler=run.scheduler,
+                time_scale=options.time_scale,
+                initial_timeout_s=options.initial_timeout_s,
+                initial_settle_s=options.initial_settle_s,
+                metrics_url=metrics_url,
+                progress_every_s=options.progress_every_s,
+                duration_s=options.duration_s,
+            )
+            replay_to_file(
+                layout.kubeconfig,
+                trace,
+                run.trace_path,
+                run_options,
+                result_path(out_dir, run.trace_path, run.scheduler.label),
+                out,
+            )
+        finally:
+            if daemon is not None:
+                code = daemon.stop()
+                if code not in (0, -15):
+                    out(f"  opsche exited with {code}; see {logs / f'{stem}.opsche.log'}")
+            kube_log = state / "logs" / "kube-scheduler.log"
+            if baseline and kube_log.exists():
+                shutil.copy(kube_log, logs / f"{stem}.kube-scheduler.log")
+            cluster.down()
+
+
+def run_grid(
+    runs: Sequence[GridRun],
+    out_dir: Path,
+    options: ReplayOptions,
+    opsche_config: Path | None = None,
+    out: Printer = print,
+) -> tuple[int, int]:
+    """Run every run whose result is missing; return (ran, skipped). Ctrl-C stops cleanly."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    todo = [r for r in runs if not result_path(out_dir, r.trace_path, r.scheduler.label).exists()]
+    skipped = len(runs) - len(todo)
+    if skipped:
+        out(f"{skipped} of {len(runs)} runs already have results in {out_dir}; skipping them")
+    traces: dict[Path, Trace] = {}
+    took: list[float] = []
+    for n, run in enumerate(todo, 1):
+        trace = traces.get(run.trace_path) or read_trace(run.trace_path)
+        traces[run.trace_path] = trace
+        eta = ""
+        if took:
+            left = sum(took) / len(took) * (len(todo) - n + 1)
+            eta = f", about {left / 60:.0f} min left"
+        out(
+            f"[{n}/{len(todo)}] {run.trace_path.stem} under {run.scheduler.label} "
+            f"({trace.nodes} nodes, {options.real_duration(trace):.0f}s{eta})"
+        )
+        started = time.monotonic()
+        _run_one(run, trace, out_dir, options, opsche_config, out)
+        took.append(time.monotonic() - started)
+        out(f"  done in {took[-1]:.0f}s")
+    return len(todo), skipped

@@ -1,0 +1,195 @@
+"""``opsche trace replay`` (one replay, any cluster) and ``opsche bench replay`` (the grid)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from opsche_daemon.cli.errors import UserError
+
+__all__ = ["add_bench_replay_parser", "add_trace_replay_parser"]
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="compress the trace's clock by this factor (default 1: real time; see "
+        "docs/evaluation.md for what compression distorts)",
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help="stop after this many real seconds (default: the trace's horizon / time scale)",
+    )
+    parser.add_argument(
+        "--initial-timeout",
+        type=float,
+        default=180.0,
+        help="longest wait for the initial workloads to be placed, seconds (default 180)",
+    )
+
+
+def add_trace_replay_parser(sub: Any) -> None:
+    """Add ``replay`` under ``opsche trace``."""
+    parser = sub.add_parser(
+        "replay", help="replay a trace on a cluster whose nodes match it and record what happens"
+    )
+    parser.add_argument("trace", type=Path, help="trace file (opsche trace generate)")
+    parser.add_argument(
+        "--scheduler-name",
+        default="default-scheduler",
+        help="the pods' spec.schedulerName (default: default-scheduler, i.e. kube-scheduler)",
+    )
+    parser.add_argument("--label", default=None, help="the run's name in reports")
+    parser.add_argument("--kubeconfig", type=Path, default=None, help="default: the usual lookup")
+    parser.add_argument(
+        "--metrics-url",
+        default=None,
+        help="the scheduler's /metrics URL, to record opsche's solver runs and plan activations",
+    )
+    parser.add_argument("-o", "--output", type=Path, required=True, help="result file (JSON)")
+    _common(parser)
+    parser.set_defaults(handler=_trace_replay)
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    if args.time_scale <= 0:
+        raise UserError(f"--time-scale {args.time_scale:g}: must be positive")
+    if args.duration is not None and args.duration <= 0:
+        raise UserError(f"--duration {args.duration:g}: must be positive")
+    if args.initial_timeout <= 0:
+        raise UserError(f"--initial-timeout {args.initial_timeout:g}: must be positive")
+
+
+def _read_trace(path: Path) -> Any:
+    from opsche_daemon.trace.model import TraceFileError, read_trace  # noqa: PLC0415
+
+    try:
+        return read_trace(path)
+    except TraceFileError as exc:
+        raise UserError(str(exc), exit_code=2) from None
+
+
+def _trace_replay(args: argparse.Namespace) -> int:
+    from kubernetes_asyncio.client.exceptions import ApiException  # noqa: PLC0415
+
+    from opsche_daemon.kube.client import ConnectionError_, resolve_kubeconfig  # noqa: PLC0415
+    from opsche_daemon.replay.replayer import ReplayError, ReplayOptions  # noqa: PLC0415
+    from opsche_daemon.replay.run import replay_to_file  # noqa: PLC0415
+    from opsche_daemon.trace.result import SchedulerRun  # noqa: PLC0415
+
+    _check_numbers(args)
+    if not args.output.parent.is_dir():
+        raise UserError(f"-o {args.output}: directory {args.output.parent} does not exist")
+    trace = _read_trace(args.trace)
+    try:
+        kubeconfig = resolve_kubeconfig(args.kubeconfig)
+    except ConnectionError_ as exc:
+        raise UserError(str(exc)) from None
+    label = args.label or (
+        "kube-scheduler" if args.scheduler_name == "default-scheduler" else args.scheduler_name
+    )
+    options = ReplayOptions(
+        scheduler=SchedulerRun(label=label, scheduler_name=args.scheduler_name),
+        time_scale=args.time_scale,
+        initial_timeout_s=args.initial_timeout,
+        metrics_url=args.metrics_url,
+        duration_s=args.duration,
+    )
+    _say(f"replaying {args.trace} ({trace.nodes} nodes) with schedulerName {args.scheduler_name}")
+    try:
+        result = replay_to_file(kubeconfig, trace, args.trace, options, args.output, _say)
+    except ReplayError as exc:
+        raise UserError(str(exc)) from None
+    except ApiException as exc:
+        raise UserError(f"the API server refused a request: {exc.status} {exc.reason}") from None
+    except OSError as exc:
+        raise UserError(f"cannot reach the API server: {exc}") from None
+    print(_summary_line(result))
+    _say(f"result written to {args.output}")
+    return 0
+
+
+def _summary_line(result: Any) -> str:
+    s = result.summary
+    p50 = "n/a" if s.latency_p50_ms is None else f"{s.latency_p50_ms:.0f}"
+    return (
+        f"{result.scheduler.label}: usage {s.effective_usage:.1%} (capped demand "
+        f"{s.limit_usage:.1%}, pooled bound {s.pooled_usage:.1%}), latency p50 {p50} ms, "
+        f"disruptions {s.disruptions}, pending at end {s.pending_at_end}"
+    )
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected I/N, e.g. 1/3") from None
+    return index, count
+
+
+def add_bench_replay_parser(sub: Any) -> None:
+    """Add ``replay`` under ``opsche bench``."""
+    parser = sub.add_parser(
+        "replay",
+        help="replay traces under kube-scheduler and opsche configurations, a fresh cluster each",
+    )
+    parser.add_argument("traces", type=Path, nargs="+", help="trace files")
+    parser.add_argument(
+        "--schedulers",
+        default="kube-scheduler,periodic,stable-queue,scheduling-failure",
+        help="comma-separated: kube-scheduler, periodic, stable-queue, scheduling-failure, none; "
+        "an opsche trigger may end in -blocking and/or -no-preemption "
+        "(default kube-scheduler,periodic,stable-queue,scheduling-failure)",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="results directory (resumable)")
+    parser.add_argument(
+        "--shard", type=_shard, default=(1, 1), help="run only slice I of N of the grid"
+    )
+    parser.add_argument("--opsche-config", type=Path, default=None, help="config for opsche runs")
+    _common(parser)
+    parser.set_defaults(handler=_bench_replay)
+
+
+def _bench_replay(args: argparse.Namespace) -> int:
+    from opsche_daemon.bench.replay import GridError, plan_grid, run_grid  # noqa: PLC0415
+    from opsche_daemon.localcluster.cluster import ClusterError  # noqa: PLC0415
+    from opsche_daemon.localcluster.daemon_process import DaemonStartError  # noqa: PLC0415
+    from opsche_daemon.replay.replayer import ReplayError, ReplayOptions  # noqa: PLC0415
+    from opsche_daemon.trace.result import SchedulerRun  # noqa: PLC0415
+
+    _check_numbers(args)
+    for path in args.traces:
+        _read_trace(path)  # every trace is checked before the first cluster comes up
+    labels = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+    if not labels:
+        raise UserError("--schedulers: give at least one configuration")
+    try:
+        runs = plan_grid(args.traces, labels, args.shard)
+    except GridError as exc:
+        raise UserError(str(exc)) from None
+    if args.opsche_config is not None and not args.opsche_config.is_file():
+        raise UserError(f"--opsche-config {args.opsche_config}: no such file")
+    options = ReplayOptions(
+        scheduler=SchedulerRun(label="", scheduler_name=""),  # per run
+        time_scale=args.time_scale,
+        initial_timeout_s=args.initial_timeout,
+        duration_s=args.duration,
+    )
+    _say(f"{len(runs)} runs in this shard ({len(args.traces)} traces x {len(labels)} schedulers)")
+    try:
+        ran, skipped = run_grid(runs, args.out, options, args.opsche_config, _say)
+    except (ClusterError, DaemonStartError, ReplayError) as exc:
+        raise UserError(str(exc)) from None
+    print(f"{ran} runs done, {skipped} already done; results in {args.out}")
+    print(f"report: opsche bench report {args.out}")
+    return 0

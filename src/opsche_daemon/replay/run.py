@@ -1,0 +1,68 @@
+"""One replay from start to result file: a client from a kubeconfig, the replay, the file.
+
+Shared by ``opsche trace replay`` (any cluster) and ``opsche bench replay`` (a fresh local
+cluster per run), so both write exactly the same result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+from opsche_daemon.kube.client import api_client
+from opsche_daemon.replay.replayer import Printer, ReplayOptions, replay
+from opsche_daemon.trace.model import Trace
+from opsche_daemon.trace.result import ReplayResult, write_result
+
+__all__ = ["replay_to_file", "trace_info"]
+
+
+def trace_info(trace: Trace, path: Path) -> dict[str, Any]:
+    """What a result records about its trace: enough to group and pair runs without the file."""
+    return {
+        "name": path.stem,
+        "path": str(path),
+        "nodes": trace.nodes,
+        "node": {"cpu_millis": trace.node.cpu_millis, "memory_mib": trace.node.memory_mib},
+        "priorities": trace.priorities,
+        "mean_interarrival_s": trace.mean_interarrival_s,
+        "seed": trace.seed,
+        "horizon_s": trace.horizon_s,
+        "workloads": len(trace.workloads),
+        "pods": trace.pods(),
+        "mean_lifetime_s": trace.mean_lifetime_s,
+        "achieved_usage": trace.achieved_usage,
+    }
+
+
+async def _replay(
+    kubeconfig: Path | None,
+    trace: Trace,
+    info: dict[str, Any],
+    options: ReplayOptions,
+    out: Printer,
+) -> ReplayResult:
+    api = await api_client(kubeconfig, pool_size=32)
+    async with api:
+        return await replay(api, trace, info, options, out)
+
+
+def replay_to_file(
+    kubeconfig: Path | None,
+    trace: Trace,
+    trace_path: Path,
+    options: ReplayOptions,
+    output: Path,
+    out: Printer = print,
+) -> ReplayResult:
+    """Replay and write the result atomically to ``output``; Ctrl-C leaves no file behind."""
+    result = asyncio.run(_replay(kubeconfig, trace, trace_info(trace, trace_path), options, out))
+    result.environment.setdefault("cpus", os.cpu_count())
+    result.environment.setdefault("python", sys.version.split()[0])
+    result.environment.setdefault("machine", platform.machine())
+    write_result(result, output)
+    return result

@@ -1,0 +1,78 @@
+"""The benchmark grid's plan and the replayer's manifests and node check, without a cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from opsche_daemon.bench.replay import GridError, parse_scheduler, plan_grid, result_path
+from opsche_daemon.replay.replayer import node_problems, priority_class_name, replicaset_manifest
+from opsche_daemon.trace.model import NodeShape, Trace, Workload
+
+NODE = NodeShape(cpu_millis=8000, memory_mib=32768)
+
+
+def test_scheduler_labels_parse_into_opsche_flags() -> None:
+    base = parse_scheduler("kube-scheduler")
+    assert (base.scheduler_name, base.trigger) == ("default-scheduler", None)
+    run = parse_scheduler("stable-queue-blocking-no-preemption")
+    assert (run.scheduler_name, run.trigger, run.blocking, run.preemption) == (
+        "opsche",
+        "stable-queue",
+        True,
+        False,
+    )
+    assert parse_scheduler("periodic").blocking is False
+    assert parse_scheduler("periodic").preemption is True
+    with pytest.raises(GridError, match="periodical"):
+        parse_scheduler("periodical")
+
+
+def test_shards_partition_the_grid() -> None:
+    traces = [Path(f"/t/trace-{i}.json") for i in range(3)]
+    labels = ["kube-scheduler", "periodic", "scheduling-failure"]
+    whole = plan_grid(traces, labels)
+    assert len(whole) == 9
+    shards = [plan_grid(traces, labels, (i, 4)) for i in range(1, 5)]
+    indices = sorted(run.index for shard in shards for run in shard)
+    assert indices == list(range(9))
+    assert result_path(Path("/out"), traces[0], "periodic") == Path("/out/trace-0__periodic.json")
+    with pytest.raises(GridError, match="shard"):
+        plan_grid(traces, labels, (5, 4))
+    with pytest.raises(GridError, match="same file name"):
+        plan_grid([Path("/a/x.json"), Path("/b/x.json")], labels)
+
+
+def test_replicaset_carries_rounded_requests_priority_and_scheduler() -> None:
+    workload = Workload("wl-00007", 3.0, 9.0, 3, 2, 0.1234, 0.5)
+    trace = Trace(nodes=2, node=NODE, horizon_s=10.0, priorities=2, workloads=(workload,))
+    body = replicaset_manifest(workload, trace, "opsche")
+    spec = body["spec"]["template"]["spec"]
+    assert body["spec"]["replicas"] == 3
+    assert spec["schedulerName"] == "opsche"
+    assert spec["priorityClassName"] == priority_class_name(2)
+    assert spec["containers"][0]["resources"]["requests"] == {"cpu": "987m", "memory": "16384Mi"}
+    labels = body["spec"]["template"]["metadata"]["labels"]
+    assert body["spec"]["selector"]["matchLabels"].items() <= labels.items()
+
+
+def _node(name: str, cpu: str = "8", memory: str = "32Gi", ready: bool = True) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": memory},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def test_node_check_names_what_does_not_match() -> None:
+    trace = Trace(nodes=2, node=NODE, horizon_s=10.0, priorities=1, workloads=())
+    assert node_problems([_node("a"), _node("b")], trace) == []
+    (problem,) = node_problems([_node("a"), _node("b", ready=False)], trace)
+    assert "needs 2 schedulable nodes, the cluster has 1" in problem
+    (problem,) = node_problems([_node("a"), _node("b", cpu="4")], trace)
+    assert "node b has 4000m cpu" in problem
