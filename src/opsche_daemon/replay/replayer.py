@@ -483,6 +483,7 @@ async def replay(
             duration,
             solver_runs=None if counters is None else counters["solver_runs"],
             plan_activations=None if counters is None else counters["plan_activations"],
+            time_scale=options.time_scale,
         )
         environment: dict[str, Any] = {
             **initial,

@@ -1,0 +1,73 @@
+"""``opsche bench report DIR``: the paper's paired tables and Figure 3 from replay result files.
+
+Reads only result files (no cluster, no replay), so it is cheap to rerun after adding seeds or
+configurations. The Markdown goes to stdout and, with the long-form CSV and the figure, into the
+output directory. The report module and matplotlib are imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from opsche_daemon.cli.errors import UserError
+
+__all__ = ["add_report_parser"]
+
+
+def add_report_parser(sub: Any) -> None:
+    """Add ``report`` to ``opsche bench``'s subcommands."""
+    report = sub.add_parser(
+        "report",
+        help="paired differences against kube-scheduler from replay result files",
+        description=(
+            "Pair every opsche replay with the kube-scheduler replay of the same trace and "
+            "report mean ± std per setting; writes report.md, report.csv and figure.png."
+        ),
+    )
+    report.add_argument("directory", type=Path, metavar="DIR", help="replay result files (*.json)")
+    report.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="OUTDIR",
+        help="where report.md, report.csv and figure.png go (default DIR)",
+    )
+    report.set_defaults(handler=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from opsche_daemon.bench.report import (  # noqa: PLC0415 - matplotlib and numpy on demand
+        ReportError,
+        build_report,
+        format_markdown,
+        load_results,
+        write_csv,
+        write_figure,
+    )
+
+    directory: Path = args.directory
+    output: Path = args.output or directory
+    try:
+        results = load_results(directory)
+    except ReportError as exc:
+        raise UserError(str(exc)) from None
+    if not results:
+        raise UserError(f"{directory}: no replay result files (*.json) found")
+    report = build_report(results)
+    markdown = format_markdown(report)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        (output / "report.md").write_text(markdown)
+        write_csv(report, output / "report.csv")
+        write_figure(report, output / "figure.png")
+    except OSError as exc:
+        raise UserError(f"{output}: cannot write the report: {exc.strerror or exc}") from None
+    print(markdown, end="")
+    for line in report.unpaired:
+        print(f"opsche: warning: unpaired: {line}", file=sys.stderr)
+    print(f"wrote report.md, report.csv and figure.png to {output}", file=sys.stderr)
+    return 0
