@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from opsche_daemon.cli import bench_report_cmd
+from opsche_daemon.cli import bench_report_cmd, replay_cmd
 from opsche_daemon.cli.errors import UserError
 from opsche_daemon.config import OptimiserSettings, SolverKind
 
@@ -52,6 +52,7 @@ def register(commands: Any) -> None:
         help="make every pod this much bigger: 2.5 gives about 10 pods per node (default 1)",
     )
     solver.set_defaults(handler=_solver)
+    replay_cmd.add_bench_replay_parser(sub)
     bench_report_cmd.add_report_parser(sub)
 
 

@@ -12,7 +12,16 @@ import sys
 from collections.abc import Sequence
 
 from opsche_daemon import __version__
-from opsche_daemon.cli import bench_cmd, cluster_cmd, config_cmd, demo_cmd, run_cmd, solve_cmd
+from opsche_daemon.cli import (
+    bench_cmd,
+    cluster_cmd,
+    config_cmd,
+    demo_cmd,
+    replay_cmd,
+    run_cmd,
+    solve_cmd,
+    trace_cmd,
+)
 from opsche_daemon.cli.errors import UserError
 
 __all__ = ["build_parser", "main"]
@@ -32,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     config_cmd.register(commands)
     solve_cmd.register(commands)
     bench_cmd.register(commands)
+    replay_cmd.add_trace_replay_parser(trace_cmd.register(commands))
     return parser
 
 

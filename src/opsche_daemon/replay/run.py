@@ -64,5 +64,8 @@ def replay_to_file(
     result.environment.setdefault("cpus", os.cpu_count())
     result.environment.setdefault("python", sys.version.split()[0])
     result.environment.setdefault("machine", platform.machine())
+    # Replays run in real time: another busy process on the machine shows in latency, so the
+    # load at the end is kept with the numbers it may have touched.
+    result.environment.setdefault("loadavg_1_5_15", [round(x, 2) for x in os.getloadavg()])
     write_result(result, output)
     return result

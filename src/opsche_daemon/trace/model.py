@@ -98,9 +98,7 @@ class Trace:
 
     def pods(self, *, initial: bool | None = None) -> int:
         """How many pods the trace creates (of initial or arriving workloads, or all)."""
-        return sum(
-            w.replicas for w in self.workloads if initial is None or w.initial == initial
-        )
+        return sum(w.replicas for w in self.workloads if initial is None or w.initial == initial)
 
     def to_json(self) -> dict[str, Any]:
         """The file's JSON object."""
