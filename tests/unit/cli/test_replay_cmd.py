@@ -1,0 +1,59 @@
+"""``opsche trace replay`` and ``opsche bench replay``: bad input is a message, not a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from opsche_daemon.cli.main import main
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("{", "not JSON"),
+        (json.dumps({"format": "opsche-trace/v1", "nodes": 0}), "nodes must be at least 1"),
+    ],
+)
+def test_a_bad_trace_file_is_named_with_its_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, says: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    for argv in (
+        ["trace", "replay", str(path), "-o", str(tmp_path / "r.json")],
+        ["bench", "replay", str(path), "--out", str(tmp_path / "out")],
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert str(path) in err and says in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--time-scale", "0"], "--time-scale 0: must be positive"),
+        (["--duration", "-1"], "--duration -1: must be positive"),
+        (["--schedulers", "kube-scheduler,fastest"], "scheduler 'fastest'"),
+        (["--shard", "3/2"], "--shard 3/2"),
+    ],
+)
+def test_bench_replay_checks_its_flags_before_any_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    trace = Path(__file__).parents[3] / "traces" / "samples" / "n4-p1-iat8-15min-seed1.json"
+    code = main(["bench", "replay", str(trace), "--out", str(tmp_path / "out"), *argv])
+    assert code == 1
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_trace_replay_refuses_an_output_in_a_missing_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = Path(__file__).parents[3] / "traces" / "samples" / "n4-p1-iat8-15min-seed1.json"
+    assert main(["trace", "replay", str(trace), "-o", str(tmp_path / "no" / "r.json")]) == 1
+    assert "does not exist" in capsys.readouterr().err
