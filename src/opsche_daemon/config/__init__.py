@@ -8,7 +8,11 @@ Example (every field optional; the defaults are kube-scheduler's)::
     podInitialBackoffSeconds: 1
     podMaxBackoffSeconds: 10
     percentageOfNodesToScore: 0      # 0: adaptive, as upstream
-    preemption: {enabled: true, respectPodDisruptionBudgets: false}
+    preemption:
+      enabled: true
+      respectPodDisruptionBudgets: false
+      avoidBareVictims: true  # off: kube-scheduler's victim choice
+      plansFirst: true        # off: preempt before any plan is tried
     profile:
       disabled: [ImageLocality]      # plugin names to turn off
       weights: {NodeResourcesFit: 1} # Score weights to override

@@ -133,6 +133,23 @@ class PreemptionSettings:
             "kube-scheduler only prefers nodes with fewer violations",
         ),
     )
+    avoid_bare_victims: bool = field(
+        default=True,
+        metadata=doc(
+            yaml="preemption.avoidBareVictims",
+            reason="never pick a node whose victims include a pod without a controller (deleted "
+            "for good) while another node's victims all come back; off: kube-scheduler's choice",
+        ),
+    )
+    plans_first: bool = field(
+        default=True,
+        metadata=doc(
+            yaml="preemption.plansFirst",
+            reason="with plans on, a pod that preemption would make room for first gets a "
+            "cluster-wide solve, and preemption runs only if that plan did not place it; off: "
+            "preempt at once, as kube-scheduler",
+        ),
+    )
 
 
 @dataclass(frozen=True)

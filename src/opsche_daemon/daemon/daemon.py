@@ -30,7 +30,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from opsche_daemon.cache import Cache
-from opsche_daemon.config import SchedulerConfig
+from opsche_daemon.config import SchedulerConfig, Trigger
 from opsche_daemon.daemon.errors import StartupError
 from opsche_daemon.daemon.failpoints import FailpointError, parse_failpoints
 from opsche_daemon.daemon.logs import configure_logging
@@ -48,6 +48,7 @@ from opsche_daemon.metrics import Metrics
 from opsche_daemon.plans import (
     OptimizationFlow,
     PlanState,
+    PreemptionDeferral,
     has_background_task,
     plan_plugins,
     run_trigger,
@@ -94,6 +95,7 @@ class Daemon:
             self._framework,
             config.profile.plugin_args.get("DefaultPreemption"),
             respect_pdbs=config.preemption.respect_pdbs,
+            avoid_bare_victims=config.preemption.avoid_bare_victims,
             protected=is_protected,
             nominated=nominator.nominated,
         )
@@ -128,6 +130,16 @@ class Daemon:
             is_protected,
             before_validate=self.failpoints.get("before-validate"),
         )
+        optimiser = config.optimiser
+        if config.preemption.plans_first and optimiser.trigger is not Trigger.NONE:
+            deferral = PreemptionDeferral(
+                self.flow,
+                optimiser.trigger,
+                self.scheduler.queue.activate,
+                max_wait_s=optimiser.solve_time_limit_s + optimiser.plan_timeout_s + 2.0,
+                on_result=lambda result: self.metrics.preemption_deferrals.labels(result).inc(),
+            )
+            self.scheduler.preemption_gate = deferral.gate
         return self.scheduler
 
     def _framework(self) -> Framework:

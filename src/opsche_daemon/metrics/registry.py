@@ -71,6 +71,14 @@ class Metrics:
         self.preemption_attempts = Counter(
             "opsche_preemption_attempts_total", "Preemption attempts.", registry=r
         )
+        self.preemption_deferrals = Counter(
+            "opsche_preemption_deferrals_total",
+            "Preemptions deferred to a cluster-wide plan (deferred), and what followed when the "
+            "plan did not place the pod (fallback: preempted after the run; timeout: after the "
+            "longest wait).",
+            ["result"],
+            registry=r,
+        )
         self.preemption_victims = Histogram(
             "opsche_preemption_victims",
             "Number of victims selected per preemption.",

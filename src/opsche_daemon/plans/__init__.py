@@ -8,6 +8,7 @@
   back, pin and budget pods while a plan is installed (Algorithms 2-4);
 * ``active``: an installed plan's per-workload, per-node quotas and what it has observed;
 * ``convergence``: when a plan is done or has timed out (Algorithm 7);
+* ``deferral``: ``PreemptionDeferral``, plans before preemption (preemption as the fallback);
 * ``outcomes``: how runs end.
 
 Nothing here talks to the API server: the eviction call is injected (``kube.writer.Writer.evict``
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from opsche_daemon.plans.active import ActivePlan, Observation, PlanCounters, Workload
 from opsche_daemon.plans.convergence import ConvergenceMonitor, Verdict, decide
+from opsche_daemon.plans.deferral import PreemptionDeferral
 from opsche_daemon.plans.enforcement import Evict, PlanEnforcer
 from opsche_daemon.plans.flow import OptimizationFlow, state_key
 from opsche_daemon.plans.outcomes import FAILED_OUTCOMES, RETRY_OUTCOMES, RunOutcome, SolveResult
@@ -46,6 +48,7 @@ __all__ = [
     "PlanPin",
     "PlanReserve",
     "PlanState",
+    "PreemptionDeferral",
     "RunOutcome",
     "SolveResult",
     "Verdict",

@@ -59,6 +59,7 @@ class OptimizationFlow:
         # Awaited between the solve and the validation: a failpoint for tests of stale plans.
         self.before_validate = before_validate
         self.in_progress = False
+        self.cancellable = True  # whether the stable-queue trigger may cancel the current run
         self.cancel = threading.Event()
         self.last_solved: int | None = None  # state_key() of the last state solved
         self.outcomes: list[RunOutcome] = []  # for tests and logs, in order
@@ -66,19 +67,26 @@ class OptimizationFlow:
         self.not_before = 0.0  # clock() before which no run starts (after failed runs)
         self._key: tuple[int, int] | None = None  # (cache generation, state_key) memo
         self._task: asyncio.Task[None] | None = None
+        self.runs_started = 0  # numbers the runs: run n is the n-th started
+        # Called with the run's number and outcome once it is torn down (plans.deferral).
+        self.on_finish: list[Callable[[int, RunOutcome], None]] = []
 
     # ------------------------------------------------------------------ starting
-    def request(self, trigger: Trigger) -> bool:
+    def request(self, trigger: Trigger, *, cancellable: bool = True) -> bool:
         """Start a run in the background; True if started.
 
         Not while a run is in progress, nor during the cool-down after a failed run.
+        ``cancellable=False`` keeps the stable-queue trigger from cancelling it when the pending
+        pods change (a run for a deferred preemptor must answer it).
         """
         if self.in_progress or self.clock() < self.not_before:
             return False
+        self.cancellable = cancellable
         self.in_progress = True
         self.cancel = threading.Event()
+        self.runs_started += 1
         self._task = asyncio.get_running_loop().create_task(
-            self._run(trigger), name=f"optimisation:{trigger}"
+            self._run(trigger, self.runs_started), name=f"optimisation:{trigger}"
         )
         return True
 
@@ -100,7 +108,17 @@ class OptimizationFlow:
             await asyncio.shield(self._task)
 
     # ------------------------------------------------------------------ one run
-    async def _run(self, trigger: Trigger) -> None:
+    async def _run(self, trigger: Trigger, number: int) -> None:
+        try:
+            await self._run_once(trigger)
+        finally:
+            for hook in self.on_finish:
+                try:
+                    hook(number, self.outcomes[-1] if self.outcomes else RunOutcome.ERROR)
+                except Exception:
+                    log.exception("a run-finished hook failed", run=number)
+
+    async def _run_once(self, trigger: Trigger) -> None:
         try:
             outcome = await self._solve_validate_enforce(trigger)
         except asyncio.CancelledError:

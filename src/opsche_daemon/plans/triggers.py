@@ -65,7 +65,7 @@ async def _stable_queue(flow: OptimizationFlow) -> None:
         )
         if pending != last:
             last, since = pending, flow.clock()
-            if flow.in_progress and not flow.state.is_active:
+            if flow.in_progress and flow.cancellable and not flow.state.is_active:
                 flow.cancel.set()  # the pending set changed under a running solve
             continue
         if not pending or flow.in_progress or flow.already_solved():

@@ -99,6 +99,9 @@ class Scheduler:
         # True while a plan is enforced (the plans package sets it): preemption then stays out
         # of the plan's way.
         self.preemption_paused: Callable[[], bool] = lambda: False
+        # Asked once preemption has found victims: False defers the eviction (the plans' solve
+        # gets the first try, ``plans.deferral``); the default always lets preemption act.
+        self.preemption_gate: Callable[[Pod], bool] = lambda _pod: True
         size = metrics.cache_size
         size.labels("nodes").set_function(lambda: cache.stats().nodes)
         size.labels("pods").set_function(lambda: cache.stats().bound_pods)
@@ -295,6 +298,11 @@ class Scheduler:
         result, status = self.framework.run_post_filter(state, pod, fit.diagnosis.node_statuses)
         if result is None:
             fit.diagnosis.post_filter_message = status.message
+            return None
+        if result.victims and not self.preemption_gate(pod):
+            fit.diagnosis.post_filter_message = (
+                "preemption: deferred until a cluster-wide plan has been tried."
+            )
             return None
         self.metrics.preemption_victims.observe(len(result.victims))
         log.info(

@@ -34,6 +34,9 @@ scheduling.``
 
 Differences from upstream, by design:
 
+* ``avoid_bare_victims`` (opsche's option, on in the daemon by default): a candidate with a bare
+  victim (a pod without a controller, which an eviction deletes for good) is chosen only when
+  every candidate has one.
 * ``respect_pdbs`` (opsche's option): a node whose victims would violate any PodDisruptionBudget is
   not a candidate at all; its dry-run status says so.
 * ``protected`` plays the role of upstream's ``IsEligiblePod`` hook (kube-system, DaemonSet and
@@ -63,7 +66,7 @@ from opsche_daemon.framework.interface import (
 from opsche_daemon.model.node import NodeInfo
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.snapshot import DisruptionBudget, Snapshot
-from opsche_daemon.safety import Protected, never_protected
+from opsche_daemon.safety import Protected, is_bare, never_protected
 
 if TYPE_CHECKING:
     from opsche_daemon.framework.runtime import Framework
@@ -255,6 +258,7 @@ class DefaultPreemption:
         args: Mapping[str, Any] | None = None,
         *,
         respect_pdbs: bool = False,
+        avoid_bare_victims: bool = False,
         protected: Protected = never_protected,
         rng: random.Random | None = None,
         nominated: Callable[[], Mapping[str, Sequence[Pod]]] | None = None,
@@ -263,6 +267,7 @@ class DefaultPreemption:
         self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute = _parse_args(args)
         self._framework_ref = framework_ref
         self.respect_pdbs = respect_pdbs
+        self.avoid_bare_victims = avoid_bare_victims
         self._protected = protected
         self._rng = rng or random.Random()  # noqa: S311 - load spreading, not cryptography
         self._nominated = nominated
@@ -443,7 +448,15 @@ class DefaultPreemption:
 
     # ------------------------------------------------------------------ choice
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
-        """The best candidate by upstream's ordering (the only one, if just one)."""
+        """The best candidate by upstream's ordering (the only one, if just one).
+
+        With ``avoid_bare_victims``, candidates whose victims all have a controller (and so come
+        back) go first: evicting a bare pod deletes it for good, and upstream's tie-breakers
+        (priorities, counts, start times) cannot tell the two apart.
+        """
+        if self.avoid_bare_victims:
+            recoverable = [c for c in candidates if not any(is_bare(v) for v in c.victims)]
+            candidates = recoverable or candidates
         if len(candidates) <= 1:
             return candidates[0] if candidates else None
         return pick_one_node_for_preemption(candidates)

@@ -121,6 +121,7 @@ def run(
     statuses: dict[str, Status] | None = None,
     args: Mapping[str, Any] | None = None,
     respect_pdbs: bool = False,
+    avoid_bare_victims: bool = False,
     protected: Callable[[Pod], bool] | None = None,
     rng: random.Random | None = None,
     nominated: Callable[[], Mapping[str, Sequence[Pod]]] | None = None,
@@ -135,6 +136,7 @@ def run(
         lambda: fw,
         args,
         respect_pdbs=respect_pdbs,
+        avoid_bare_victims=avoid_bare_victims,
         protected=protected or never_protected,
         rng=rng or FixedOffset(0),
         nominated=nominated,
@@ -285,6 +287,30 @@ def test_chooses_node_with_lowest_priority_victims() -> None:
     assert result is not None
     assert result.nominated_node == "n2"
     assert keys(result.victims) == ["low"]
+
+
+def test_a_bare_victim_is_avoided_while_a_node_with_only_controlled_victims_exists() -> None:
+    """The tie of the issue: one low-priority victim per node, one of them without a controller.
+
+    Upstream's cascade ends on the latest start time and picks the bare pod (created later);
+    with ``avoid_bare_victims`` the node whose victim comes back is chosen.
+    """
+    owner = Owner("ReplicaSet", "rs", "uid-rs")
+    nodes = [node("n1", 1000), node("n2", 1000)]
+    pods = [
+        mk_pod("managed", 1, 900, node="n1", created=1.0, owner=owner),
+        mk_pod("bare", 1, 900, node="n2", created=2.0),
+    ]
+    snapshot = snapshot_of(nodes, pods)
+    upstream, _ = run(snapshot, mk_pod("p", 10, 500))
+    assert upstream is not None and keys(upstream.victims) == ["bare"]
+    result, _ = run(snapshot, mk_pod("p", 10, 500), avoid_bare_victims=True)
+    assert result is not None
+    assert (result.nominated_node, keys(result.victims)) == ("n1", ["managed"])
+    # When every candidate has a bare victim, preemption still happens, by upstream's order.
+    only_bare = snapshot_of(nodes, [mk_pod("b1", 1, 900, node="n1"), pods[1]])
+    result, _ = run(only_bare, mk_pod("p", 10, 500), avoid_bare_victims=True)
+    assert result is not None and keys(result.victims) == ["bare"]
 
 
 def test_random_offset_decides_among_ties_and_dry_run_stops_early() -> None:
