@@ -212,9 +212,12 @@ async def scenario(
     env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[DaemonProcess]:
     """One test's namespace and ``opsche run``. If the test passes, the daemon must still be
-    alive at the end, and the namespace is emptied for the next test."""
+    alive at the end; pass or fail, the namespace is emptied for the next test."""
     await create_namespace(client.CoreV1Api(api), namespace)
-    with running_opsche(cluster.kubeconfig, log, args, env=env) as daemon:
-        yield daemon
-        assert daemon.process.poll() is None, daemon.log_tail()
-    await delete_namespace(api, namespace)
+    try:
+        with running_opsche(cluster.kubeconfig, log, args, env=env) as daemon:
+            yield daemon
+            assert daemon.process.poll() is None, daemon.log_tail()
+    finally:
+        # Also after a failure: pods left behind would fill the nodes of every later test.
+        await delete_namespace(api, namespace)
