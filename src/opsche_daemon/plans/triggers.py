@@ -2,7 +2,7 @@
 
 * ``scheduling-failure``: a scheduling cycle found a pod unschedulable (a hook the scheduler calls
   from its failure handling; no task of its own);
-* ``periodic``: every ``period_s``;
+* ``periodic``: every ``period_s``, when a pod of this scheduler is pending;
 * ``stable-queue``: the set of pending pods unchanged for ``stable_window_s`` (polled every
   ``poll_s``); a solve in progress is cancelled when the set changes, its answer being stale.
 
@@ -47,10 +47,16 @@ def _on_scheduling_failure(flow: OptimizationFlow) -> None:
     flow.scheduler.on_unschedulable.append(on_failure)
 
 
+def _has_pending(flow: OptimizationFlow) -> bool:
+    scheduler = flow.scheduler
+    return any(p.scheduler_name == scheduler.name for p in scheduler.cache.unbound())
+
+
 async def _periodic(flow: OptimizationFlow) -> None:
     while True:
         await asyncio.sleep(flow.settings.period_s)
-        if not flow.in_progress and not flow.already_solved():
+        # No pending pod, nothing to place: a run would only count as a solver run.
+        if _has_pending(flow) and not flow.in_progress and not flow.already_solved():
             flow.request(Trigger.PERIODIC)
 
 

@@ -171,10 +171,12 @@ def node_problems(nodes: list[dict[str, Any]], trace: Trace) -> list[str]:
     return problems
 
 
-def scrape_counters(url: str) -> dict[str, float]:
-    """The scheduler's counters in ``COUNTERS``, each summed over its label sets."""
-    with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - a loopback URL we built
-        text = response.read().decode()
+def parse_counters(text: str) -> dict[str, float]:
+    """The counters in ``COUNTERS`` from a Prometheus text scrape, each summed over its labels.
+
+    Solver runs with ``result="nothing_pending"`` are left out: the paper counts invocations of
+    the optimiser, and such a run returns before solving anything.
+    """
     wanted = {family: key for key, family in COUNTERS.items()}
     totals = dict.fromkeys(COUNTERS, 0.0)
     for family in text_string_to_metric_families(text):
@@ -182,9 +184,15 @@ def scrape_counters(url: str) -> dict[str, float]:
         if key is None:
             continue
         for sample in family.samples:
-            if sample.name.endswith("_total"):
+            if sample.name.endswith("_total") and sample.labels.get("result") != "nothing_pending":
                 totals[key] += float(sample.value)
     return totals
+
+
+def scrape_counters(url: str) -> dict[str, float]:
+    """``parse_counters`` of the scheduler's ``/metrics``."""
+    with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - a loopback URL we built
+        return parse_counters(response.read().decode())
 
 
 class _Replay:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import platform
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,25 @@ async def _replay(
         return await replay(api, trace, info, options, out)
 
 
+def source_commit() -> str | None:
+    """The git commit of the opsche source that ran, when it runs from a checkout (else None).
+
+    Results outlive the code that made them; a report that mixes runs of two commits must say so.
+    """
+    here = Path(__file__).resolve().parent
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
 def replay_to_file(
     kubeconfig: Path | None,
     trace: Trace,
@@ -64,6 +84,7 @@ def replay_to_file(
     result.environment.setdefault("cpus", os.cpu_count())
     result.environment.setdefault("python", sys.version.split()[0])
     result.environment.setdefault("machine", platform.machine())
+    result.environment.setdefault("source_commit", source_commit())
     # Replays run in real time: another busy process on the machine shows in latency, so the
     # load at the end is kept with the numbers it may have touched.
     result.environment.setdefault("loadavg_1_5_15", [round(x, 2) for x in os.getloadavg()])

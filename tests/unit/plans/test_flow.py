@@ -294,6 +294,22 @@ async def test_the_periodic_trigger_solves_each_period_but_not_an_unchanged_clus
         task.cancel()
 
 
+async def test_the_periodic_trigger_starts_no_run_while_nothing_is_pending() -> None:
+    env = figure_1(owner=None)
+    env.scheduler.events.pod_deleted(pod("big", 4000, owner=None))
+    env.flow.settings = replace(env.flow.settings, trigger=Trigger.PERIODIC, period_s=0.01)
+    task = asyncio.get_running_loop().create_task(run_trigger(env.flow))
+    try:
+        await asyncio.sleep(0.2)  # twenty periods: an absence has no event to await
+        assert env.flow.outcomes == []
+        assert env.flow.runs_started == 0
+        env.scheduler.events.pod_changed(pod("big", 4000, owner=None))
+        await until(lambda: len(env.flow.outcomes) == 1)
+        assert env.flow.outcomes == ["empty"]
+    finally:
+        task.cancel()
+
+
 async def test_the_stable_queue_trigger_waits_for_the_pending_set_to_settle() -> None:
     env = figure_1(owner=None)
     env.flow.settings = replace(

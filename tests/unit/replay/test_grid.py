@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 
 from opsche_daemon.bench.replay import GridError, parse_scheduler, plan_grid, result_path
-from opsche_daemon.replay.replayer import node_problems, priority_class_name, replicaset_manifest
+from opsche_daemon.replay.replayer import (
+    node_problems,
+    parse_counters,
+    priority_class_name,
+    replicaset_manifest,
+)
 from opsche_daemon.trace.model import NodeShape, Trace, Workload
 
 NODE = NodeShape(cpu_millis=8000, memory_mib=32768)
@@ -76,3 +81,23 @@ def test_node_check_names_what_does_not_match() -> None:
     assert "needs 2 schedulable nodes, the cluster has 1" in problem
     (problem,) = node_problems([_node("a"), _node("b", cpu="4")], trace)
     assert "node b has 4000m cpu" in problem
+
+
+def test_counters_leave_out_runs_that_solved_nothing() -> None:
+    text = "\n".join(
+        [
+            "# TYPE opsche_solver_runs_total counter",
+            'opsche_solver_runs_total{result="plan",trigger="periodic"} 3.0',
+            'opsche_solver_runs_total{result="empty",trigger="periodic"} 2.0',
+            'opsche_solver_runs_total{result="nothing_pending",trigger="periodic"} 40.0',
+            "# TYPE opsche_plan_activations_total counter",
+            "opsche_plan_activations_total 3.0",
+            "# TYPE opsche_plan_pods_moved_total counter",
+            "opsche_plan_pods_moved_total 5.0",
+        ]
+    )
+    counters = parse_counters(text + "\n")
+    assert counters["solver_runs"] == 5
+    assert counters["plan_activations"] == 3
+    assert counters["plan_pods_moved"] == 5
+    assert counters["preemption_attempts"] == 0
