@@ -8,6 +8,8 @@ result files must account for every pod and add up (``check_consistency``).
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import subprocess
 import sys
 from dataclasses import replace
@@ -133,3 +135,31 @@ def test_replay_refuses_a_cluster_that_does_not_match(
     assert "--nodes 5" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "r.json").exists()
+
+
+async def test_ctrl_c_stops_a_replay_and_removes_what_it_made(
+    api: client.ApiClient, local_cluster: Layout, tmp_path: Path
+) -> None:
+    path = tmp_path / "trace.json"
+    write_trace(_trace(), path)
+    output = tmp_path / "r.json"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "opsche_daemon.cli.main", "trace", "replay", str(path),
+        "--kubeconfig", str(local_cluster.kubeconfig), "-o", str(output),
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stderr is not None
+    seen: list[str] = []
+    async with asyncio.timeout(120):
+        while not any("arriving workloads" in line for line in seen):  # arrivals have begun
+            line = (await process.stderr.readline()).decode()
+            assert line, f"the replay ended early: {seen}"
+            seen.append(line)
+        namespaces, classes = await _leftovers(api)
+        assert len(namespaces) == 1 and classes, "the replay made its namespace and classes"
+        process.send_signal(signal.SIGINT)
+        rest = (await process.stderr.read()).decode()
+        assert await process.wait() == 130, rest
+    assert "interrupted" in rest and "Traceback" not in rest
+    assert await _leftovers(api) == ([], [])
+    assert not output.exists()
