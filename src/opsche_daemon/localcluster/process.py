@@ -108,15 +108,16 @@ def stop(process: Managed, timeout: float = 15.0) -> bool:
     _signal(process.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        _reap(process.pid)
         if not process.alive():
+            # Reap after the check: it may have exited (as a zombie) between a reap and it.
+            _reap(process.pid)
             return True
         time.sleep(0.05)
     _signal(process.pid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0
     while process.alive() and time.monotonic() < deadline:
-        _reap(process.pid)
         time.sleep(0.05)
+    _reap(process.pid)
     return True
 
 

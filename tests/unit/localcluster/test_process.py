@@ -13,6 +13,8 @@ def test_start_and_stop_by_pid(tmp_path: Path) -> None:
     assert process.Managed.from_json(managed.to_json()) == managed
     assert process.stop(managed, timeout=5) is True
     assert not managed.alive()
+    # Reaped, not left a zombie: a benchmark stops dozens of clusters in one process.
+    assert not Path(f"/proc/{managed.pid}").exists()
     assert process.stop(managed) is False  # already gone: nothing to stop
 
 
@@ -42,6 +44,7 @@ def test_ignores_sigterm_then_killed(tmp_path: Path) -> None:
     assert "ready" in log.read_text()
     assert process.stop(managed, timeout=0.5) is True
     assert not managed.alive()
+    assert not Path(f"/proc/{managed.pid}").exists()
 
 
 def test_log_tail_returns_last_lines(tmp_path: Path) -> None:
