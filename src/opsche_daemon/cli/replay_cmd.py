@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,22 @@ __all__ = ["add_bench_replay_parser", "add_trace_replay_parser"]
 
 def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def _interruptible() -> None:
+    """SIGTERM and SIGINT both stop a replay the way Ctrl-C does: cleaning up what it made.
+
+    A shell starts background jobs with SIGINT ignored, and ``kill`` sends SIGTERM, which would
+    end the process without any cleanup, leaving a cluster and an opsche daemon behind. SIGINT
+    gets Python's default handler back (``asyncio.run`` then cancels the replay, whose cleanup
+    runs), and SIGTERM is turned into SIGINT.
+    """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def terminate(_signum: int, _frame: object) -> None:
+        signal.raise_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, terminate)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -105,6 +122,7 @@ def _trace_replay(args: argparse.Namespace) -> int:
         metrics_url=args.metrics_url,
         duration_s=args.duration,
     )
+    _interruptible()
     _say(f"replaying {args.trace} ({trace.nodes} nodes) with schedulerName {args.scheduler_name}")
     try:
         result = replay_to_file(kubeconfig, trace, args.trace, options, args.output, _say)
@@ -185,6 +203,7 @@ def _bench_replay(args: argparse.Namespace) -> int:
         initial_timeout_s=args.initial_timeout,
         duration_s=args.duration,
     )
+    _interruptible()
     _say(f"{len(runs)} runs in this shard ({len(args.traces)} traces x {len(labels)} schedulers)")
     try:
         ran, skipped = run_grid(runs, args.out, options, args.opsche_config, _say)
