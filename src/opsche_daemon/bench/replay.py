@@ -23,7 +23,7 @@ from opsche_daemon.localcluster.versions import load_versions
 from opsche_daemon.replay.replayer import Printer, ReplayOptions
 from opsche_daemon.replay.run import replay_to_file
 from opsche_daemon.trace.model import Trace, read_trace
-from opsche_daemon.trace.result import SchedulerRun
+from opsche_daemon.trace.result import ResultFileError, SchedulerRun, read_result
 
 __all__ = [
     "BASELINE",
@@ -160,23 +160,53 @@ def _run_one(
                 progress_every_s=options.progress_every_s,
                 duration_s=options.duration_s,
             )
-            replay_to_file(
-                layout.kubeconfig,
-                trace,
-                run.trace_path,
-                run_options,
-                result_path(out_dir, run.trace_path, run.scheduler.label),
-                out,
-            )
+            output = result_path(out_dir, run.trace_path, run.scheduler.label)
+            replay_to_file(layout.kubeconfig, trace, run.trace_path, run_options, output, out)
+            if daemon is not None and daemon.process.poll() is not None:
+                # A run whose scheduler died is not a result: keep it aside, never resume past it.
+                output.replace(output.with_suffix(".failed"))
+                raise GridError(
+                    f"opsche exited with {daemon.process.returncode} during the replay; "
+                    f"see {logs / f'{stem}.opsche.log'} (result kept as {output.name[:-5]}.failed)"
+                )
         finally:
-            if daemon is not None:
-                code = daemon.stop()
-                if code not in (0, -15):
-                    out(f"  opsche exited with {code}; see {logs / f'{stem}.opsche.log'}")
-            kube_log = state / "logs" / "kube-scheduler.log"
-            if baseline and kube_log.exists():
-                shutil.copy(kube_log, logs / f"{stem}.kube-scheduler.log")
-            cluster.down()
+            try:
+                if daemon is not None:
+                    code = daemon.stop()
+                    if code not in (0, -15):
+                        out(f"  opsche exited with {code}; see {logs / f'{stem}.opsche.log'}")
+                kube_log = state / "logs" / "kube-scheduler.log"
+                if baseline and kube_log.exists():
+                    shutil.copy(kube_log, logs / f"{stem}.kube-scheduler.log")
+            finally:
+                cluster.down()  # whatever happened above: its processes outlive us otherwise
+
+
+def _check_resumable(runs: Sequence[GridRun], out_dir: Path, options: ReplayOptions) -> None:
+    """Refuse to resume into results made with another time scale or duration.
+
+    A result is skipped on resume because its file exists; a quick look at ``--time-scale 10``
+    in the same directory would otherwise stand in for the real run, and the report would mix
+    them.
+    """
+    for run in runs:
+        path = result_path(out_dir, run.trace_path, run.scheduler.label)
+        if not path.exists():
+            continue
+        try:
+            done = read_result(path)
+        except ResultFileError as exc:
+            raise GridError(f"{exc}; move it away to run it again") from None
+        trace = read_trace(run.trace_path)
+        if (
+            done.time_scale != options.time_scale
+            or abs(done.duration_s - options.real_duration(trace)) > 1e-6
+        ):
+            raise GridError(
+                f"{path} was made with time scale {done.time_scale:g} and {done.duration_s:g} s; "
+                f"this grid asks for {options.time_scale:g} and "
+                f"{options.real_duration(trace):g} s: use another --out"
+            )
 
 
 def run_grid(
@@ -188,6 +218,7 @@ def run_grid(
 ) -> tuple[int, int]:
     """Run every run whose result is missing; return (ran, skipped). Ctrl-C stops cleanly."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    _check_resumable(runs, out_dir, options)
     todo = [r for r in runs if not result_path(out_dir, r.trace_path, r.scheduler.label).exists()]
     skipped = len(runs) - len(todo)
     if skipped:

@@ -179,6 +179,8 @@ def add_bench_replay_parser(sub: Any) -> None:
 
 
 def _bench_replay(args: argparse.Namespace) -> int:
+    from kubernetes_asyncio.client.exceptions import ApiException  # noqa: PLC0415
+
     from opsche_daemon.bench.replay import GridError, plan_grid, run_grid  # noqa: PLC0415
     from opsche_daemon.localcluster.cluster import ClusterError  # noqa: PLC0415
     from opsche_daemon.localcluster.daemon_process import DaemonStartError  # noqa: PLC0415
@@ -207,8 +209,10 @@ def _bench_replay(args: argparse.Namespace) -> int:
     _say(f"{len(runs)} runs in this shard ({len(args.traces)} traces x {len(labels)} schedulers)")
     try:
         ran, skipped = run_grid(runs, args.out, options, args.opsche_config, _say)
-    except (ClusterError, DaemonStartError, ReplayError) as exc:
+    except (ClusterError, DaemonStartError, ReplayError, GridError) as exc:
         raise UserError(str(exc)) from None
+    except ApiException as exc:
+        raise UserError(f"the API server refused a request: {exc.status} {exc.reason}") from None
     print(f"{ran} runs done, {skipped} already done; results in {args.out}")
     print(f"report: opsche bench report {args.out}")
     return 0

@@ -233,6 +233,7 @@ class Daemon:
         if not kopf_stop.done():
             kopf_stop.set_result(None)
         tasks.cancel("scheduling-loop", "queue-flush", "trigger")
+        self.flow.close()  # no new run (a deferred preemptor's included), the current one stops
         scheduler.queue.close()
         await tasks.join("watch", within=10)
         return code

@@ -12,10 +12,12 @@ took its snapshot before and may not know the pod). When that run ends:
 * it did not (no plan, an invalid one, a plan that timed out): the pod goes back to the active
   queue, and its next attempt preempts as kube-scheduler would.
 
-Deferral is bounded: a pod waits at most ``max_wait_s`` (one solve plus one plan's enforcement,
-and a margin), and never while the flow is cooling down after a failed plan or when the cluster
-is in a state already solved (that solve did not place it). Scheduling of other pods goes on
-meanwhile, in blocking mode too: only the preemptor waits.
+Deferral is bounded: the answering run is the first that starts after the deferral (so at most
+the rest of a run in progress and one more), and a pod that comes back to the gate ``max_wait_s``
+after its deferral preempts at once. No deferral while the flow cools down after a failed plan,
+for a cluster state already solved (that solve did not place it), or when no run can start (the
+daemon is shutting down). Other pods are scheduled meanwhile, except what any run does anyway
+(blocking mode pauses scheduling during the solve; an enforced plan holds back other pods).
 """
 
 from __future__ import annotations
@@ -94,14 +96,19 @@ class PreemptionDeferral:
         if now < self.flow.not_before or self.flow.already_solved():
             return True
         next_run = self.flow.runs_started + 1
+        if not self.flow.in_progress and not self.flow.request(self.trigger, cancellable=False):
+            return True  # no run can answer it (the flow is closing): preempt now
         self.waiting[pod.key] = _Waiting(since=now, after_run=next_run)
-        if not self.flow.in_progress:
-            self.flow.request(self.trigger, cancellable=False)
         log.info("preemption deferred to a cluster-wide plan", pod=pod.key, run=next_run)
         self.on_result("deferred")
         return False
 
     def _run_finished(self, number: int, outcome: RunOutcome) -> None:
+        # Pods answered by an earlier run and not back at the gate since were placed (by the
+        # plan or a later cycle) or deleted: forget them, so a pod that needs preemption again
+        # later (or a new pod of the same name) is deferred afresh.
+        for key in [k for k, e in self.waiting.items() if e.answered]:
+            del self.waiting[key]
         answered = []
         later = False
         for key, entry in self.waiting.items():

@@ -60,6 +60,7 @@ class OptimizationFlow:
         self.before_validate = before_validate
         self.in_progress = False
         self.cancellable = True  # whether the stable-queue trigger may cancel the current run
+        self.closed = False  # set at shutdown: no run starts any more
         self.cancel = threading.Event()
         self.last_solved: int | None = None  # state_key() of the last state solved
         self.outcomes: list[RunOutcome] = []  # for tests and logs, in order
@@ -79,7 +80,7 @@ class OptimizationFlow:
         ``cancellable=False`` keeps the stable-queue trigger from cancelling it when the pending
         pods change (a run for a deferred preemptor must answer it).
         """
-        if self.in_progress or self.clock() < self.not_before:
+        if self.closed or self.in_progress or self.clock() < self.not_before:
             return False
         self.cancellable = cancellable
         self.in_progress = True
@@ -89,6 +90,11 @@ class OptimizationFlow:
             self._run(trigger, self.runs_started), name=f"optimisation:{trigger}"
         )
         return True
+
+    def close(self) -> None:
+        """At shutdown: start no run any more, and ask a solve in progress to stop."""
+        self.closed = True
+        self.cancel.set()
 
     def already_solved(self) -> bool:
         """True if the cluster is in the state the last run solved (its answer would not change).

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 from kubernetes_asyncio import client, watch
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -218,6 +219,7 @@ class _Replay:
         self.slots = asyncio.Semaphore(_WRITE_SLOTS)
         self.write_errors: list[str] = []
         self.max_lag_s = 0.0
+        self.watcher: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------------- setup
     async def check_nodes(self) -> None:
@@ -307,11 +309,12 @@ class _Replay:
                             known[name] = obj
                         self.tracker.observe(kind, obj, time.monotonic())
             except client.exceptions.ApiException as exc:
+                version = ""  # 410 Gone, or the API server refused: list again
                 if exc.status != 410:
-                    raise
-                version = ""
-            except (TimeoutError, OSError):
-                await asyncio.sleep(1)  # the API server is away; the list catches up
+                    await asyncio.sleep(1)
+            except (TimeoutError, OSError, aiohttp.ClientError):
+                version = ""  # the API server is away; list again, which catches up
+                await asyncio.sleep(1)
 
     # ---------------------------------------------------------------- writes
     async def create_workload(self, workload: Workload) -> None:
@@ -396,7 +399,10 @@ class _Replay:
             delay = t0 + tick - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-            sample = self.tracker.sample(time.monotonic() - t0)
+            if self.watcher is not None and self.watcher.done():
+                self.watcher.result()  # a dead watch must stop the replay, not freeze its samples
+                raise ReplayError("the pod watch ended")
+            sample = self.tracker.sample(float(tick))  # the nominal tick: 1, 2, ... duration
             samples.append(sample)
             if sample.t >= next_progress:
                 next_progress += self.options.progress_every_s
@@ -411,7 +417,14 @@ class _Replay:
 
     # ---------------------------------------------------------------- cleanup
     async def cleanup(self) -> None:
-        """Delete the namespace (its ReplicaSets and pods) and the PriorityClasses made here."""
+        """Delete the PriorityClasses made here, then the namespace (its ReplicaSets and pods).
+
+        The classes go first: they are quick, and waiting for the namespace may be cut short.
+        """
+        for name in list(self.created_classes):
+            with contextlib.suppress(client.exceptions.ApiException):
+                await self.scheduling.delete_priority_class(name)
+            self.created_classes.remove(name)
         if self.namespace_created:
             with contextlib.suppress(client.exceptions.ApiException):
                 await self.core.delete_namespace(self.namespace, propagation_policy="Foreground")
@@ -426,10 +439,6 @@ class _Replay:
                 await asyncio.sleep(0.5)
             else:
                 self.out(f"  namespace {self.namespace} still terminating; left to the cluster")
-        for name in self.created_classes:
-            with contextlib.suppress(client.exceptions.ApiException):
-                await self.scheduling.delete_priority_class(name)
-        self.created_classes.clear()
 
 
 def _counter_deltas(
@@ -448,6 +457,22 @@ def _scrape(url: str | None, out: Printer) -> dict[str, float] | None:
     except OSError as exc:
         out(f"  could not read the scheduler's metrics at {url}: {exc}")
         return None
+
+
+async def _finish_cleanup(task: asyncio.Future[None]) -> None:
+    """Await the cleanup to its end, even if the replay is cancelled again meanwhile.
+
+    A second Ctrl-C (or SIGTERM) while the namespace is being deleted cancels the main task;
+    the cleanup keeps going, and the cancellation is raised again once it is done.
+    """
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 async def replay(
@@ -470,6 +495,7 @@ async def replay(
         await run.create_priority_classes()
         await run.create_namespace()
         watcher = asyncio.create_task(run.watch_pods(), name="replay-watch")
+        run.watcher = watcher
         initial = await run.place_initial()
         before = await asyncio.to_thread(_scrape, options.metrics_url, out)
         t0 = time.monotonic()
@@ -519,4 +545,4 @@ async def replay(
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await watcher
-        await asyncio.shield(run.cleanup())
+        await _finish_cleanup(asyncio.ensure_future(run.cleanup()))

@@ -17,7 +17,14 @@ from typing import Any
 from opsche_daemon.trace.model import Trace, Workload
 from opsche_daemon.trace.result import DeletionCause, PodRecord, Sample
 
-__all__ = ["LABEL_INITIAL", "LABEL_PRIORITY", "LABEL_WORKLOAD", "PodTracker", "deletion_cause"]
+__all__ = [
+    "LABEL_INITIAL",
+    "LABEL_PRIORITY",
+    "LABEL_WORKLOAD",
+    "PodTracker",
+    "deletion_cause",
+    "disruption_reason",
+]
 
 LABEL_WORKLOAD = "opsche.dev/workload"
 LABEL_PRIORITY = "opsche.dev/priority"
@@ -29,20 +36,34 @@ _REASONS = {
 }
 
 
+def disruption_reason(obj: dict[str, Any]) -> str | None:
+    """The reason of the pod's ``DisruptionTarget=True`` condition, if it has one."""
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
+            return str(condition.get("reason"))
+    return None
+
+
 def deletion_cause(
-    obj: dict[str, Any], deleted_at: float, workload_ended_at: float | None
+    obj: dict[str, Any],
+    deleted_at: float,
+    workload_ended_at: float | None,
+    first_reason: str | None = None,
 ) -> DeletionCause:
-    """Why a pod went away: its workload's end, else its ``DisruptionTarget`` condition's reason.
+    """Why a pod went away: its workload's end, else its ``DisruptionTarget`` reason.
 
     A deletion first seen before the replayer deleted the workload is a disruption even if the
-    workload ends while the pod is still terminating.
+    workload ends while the pod is still terminating. ``first_reason`` is the first
+    ``DisruptionTarget`` reason the monitor saw on the pod: opsche marks a preemption victim
+    ``PreemptionByScheduler`` and then evicts it through the Eviction API, which overwrites the
+    condition with ``EvictionByEvictionAPI``; the first reason is the one that says why.
     """
     if workload_ended_at is not None and workload_ended_at <= deleted_at:
         return DeletionCause.WORKLOAD_END
-    for condition in (obj.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
-            return _REASONS.get(str(condition.get("reason")), DeletionCause.DELETED)
-    return DeletionCause.DELETED
+    reason = first_reason or disruption_reason(obj)
+    if reason is None:
+        return DeletionCause.DELETED
+    return _REASONS.get(reason, DeletionCause.DELETED)
 
 
 @dataclass
@@ -56,6 +77,7 @@ class _Pod:
     node: str | None = None
     phase: str = "Pending"
     last: dict[str, Any] | None = None
+    reason: str | None = None  # the first DisruptionTarget reason seen
 
 
 class PodTracker:
@@ -87,6 +109,8 @@ class PodTracker:
         if pod is None:
             pod = self.pods[name] = _Pod(name, workload, now)
         pod.last = obj
+        if pod.reason is None:
+            pod.reason = disruption_reason(obj)
         status = obj.get("status") or {}
         pod.phase = str(status.get("phase") or "Pending")
         pod.node = (obj.get("spec") or {}).get("nodeName") or pod.node
@@ -130,7 +154,7 @@ class PodTracker:
             cause = None
             if pod.deleted is not None:
                 cause = deletion_cause(
-                    pod.last or {}, pod.deleted, self.ended.get(pod.workload.name)
+                    pod.last or {}, pod.deleted, self.ended.get(pod.workload.name), pod.reason
                 )
             out.append(
                 PodRecord(
@@ -154,5 +178,7 @@ class PodTracker:
             for p in self.pods.values()
             if not p.workload.initial
             and p.deleted is not None
-            and deletion_cause(p.last or {}, p.deleted, self.ended.get(p.workload.name)).disruption
+            and deletion_cause(
+                p.last or {}, p.deleted, self.ended.get(p.workload.name), p.reason
+            ).disruption
         )

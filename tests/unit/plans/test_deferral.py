@@ -112,3 +112,21 @@ def test_pods_left_waiting_when_no_run_can_start_are_released() -> None:
     flow.finish(RunOutcome.TIMED_OUT)
     assert activated == [[preemptor.key]]
     assert deferral.gate(preemptor) is True
+
+
+def test_no_deferral_when_no_run_can_start_and_answered_pods_are_forgotten() -> None:
+    flow, _clock, _activated, _results, deferral = make()
+    flow.refuse = True  # as at shutdown: the flow starts no run any more
+    assert deferral.gate(pod("a", 1000)) is True
+    assert deferral.waiting == {}
+    flow.refuse = False
+    placed = pod("placed", 1000)
+    assert deferral.gate(placed) is False
+    flow.finish()  # answered; the plan placed it, so it never comes back to the gate
+    assert deferral.waiting[placed.key].answered
+    other = pod("other", 1000)
+    assert deferral.gate(other) is False  # starts run 2
+    flow.finish()
+    assert placed.key not in deferral.waiting
+    # Needing preemption again later, it is deferred afresh rather than preempting at once.
+    assert deferral.gate(placed) is False

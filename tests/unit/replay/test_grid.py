@@ -101,3 +101,25 @@ def test_counters_leave_out_runs_that_solved_nothing() -> None:
     assert counters["plan_activations"] == 3
     assert counters["plan_pods_moved"] == 5
     assert counters["preemption_attempts"] == 0
+
+
+def test_resuming_into_results_of_another_time_scale_is_refused(tmp_path: Path) -> None:
+    from opsche_daemon.bench.replay import run_grid
+    from opsche_daemon.replay.replayer import ReplayOptions
+    from opsche_daemon.trace.model import write_trace
+    from opsche_daemon.trace.result import ReplayResult, Summary, write_result
+
+    trace = Trace(nodes=1, node=NODE, horizon_s=100.0, priorities=1, workloads=())
+    trace_path = tmp_path / "t.json"
+    write_trace(trace, trace_path)
+    (run,) = plan_grid([trace_path], ["kube-scheduler"])
+    summary = Summary(0.5, 0.5, 0.5, None, None, None, {}, 0, {}, {}, 0, 0, 0, 0)
+    quick = ReplayResult({}, run.scheduler, 10.0, 10.0, 12.0, (), (), summary)
+    (tmp_path / "out").mkdir()
+    write_result(quick, result_path(tmp_path / "out", trace_path, "kube-scheduler"))
+    real = ReplayOptions(scheduler=run.scheduler)
+    with pytest.raises(GridError, match="time scale 10 and 10 s; this grid asks for 1 and 100 s"):
+        run_grid([run], tmp_path / "out", real, out=lambda _line: None)
+    # The same scale and duration: the run counts as done and nothing is started.
+    same = ReplayOptions(scheduler=run.scheduler, time_scale=10.0)
+    assert run_grid([run], tmp_path / "out", same, out=lambda _line: None) == (0, 1)

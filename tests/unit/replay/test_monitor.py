@@ -104,3 +104,15 @@ def test_pods_of_no_trace_workload_are_counted_apart() -> None:
     assert tracker.foreign == 1
     assert tracker.records(0.0) == []
     assert tracker.unplaced(initial=False) == 0
+
+
+def test_an_opsche_preemption_stays_a_preemption_after_the_eviction_overwrites_its_reason() -> None:
+    tracker = PodTracker(_trace())
+    tracker.observe("ADDED", _pod("a", "wl-00001", "Running", "n1"), 1.0)
+    marked = _pod("a", "wl-00001", "Running", "n1", reason="PreemptionByScheduler")
+    tracker.observe("MODIFIED", marked, 2.0)
+    evicted = _pod("a", "wl-00001", "Running", "n1", deleting=True, reason="EvictionByEvictionAPI")
+    tracker.observe("MODIFIED", evicted, 2.1)
+    tracker.observe("DELETED", evicted, 2.2)
+    (record,) = tracker.records(0.0)
+    assert record.cause is DeletionCause.PREEMPTED
