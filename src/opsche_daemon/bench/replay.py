@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
@@ -151,15 +151,7 @@ def _run_one(
                     _opsche_args(run.scheduler, opsche_config),
                 )
                 metrics_url = f"http://127.0.0.1:{daemon.port}/metrics"
-            run_options = ReplayOptions(
-                scheduler=run.scheduler,
-                time_scale=options.time_scale,
-                initial_timeout_s=options.initial_timeout_s,
-                initial_settle_s=options.initial_settle_s,
-                metrics_url=metrics_url,
-                progress_every_s=options.progress_every_s,
-                duration_s=options.duration_s,
-            )
+            run_options = replace(options, scheduler=run.scheduler, metrics_url=metrics_url)
             output = result_path(out_dir, run.trace_path, run.scheduler.label)
             replay_to_file(layout.kubeconfig, trace, run.trace_path, run_options, output, out)
             if daemon is not None and daemon.process.poll() is not None:
@@ -182,7 +174,9 @@ def _run_one(
                 cluster.down()  # whatever happened above: its processes outlive us otherwise
 
 
-def _check_resumable(runs: Sequence[GridRun], out_dir: Path, options: ReplayOptions) -> None:
+def _check_resumable(
+    runs: Sequence[GridRun], out_dir: Path, options: ReplayOptions, traces: dict[Path, Trace]
+) -> None:
     """Refuse to resume into results made with another time scale or duration.
 
     A result is skipped on resume because its file exists; a quick look at ``--time-scale 10``
@@ -197,7 +191,7 @@ def _check_resumable(runs: Sequence[GridRun], out_dir: Path, options: ReplayOpti
             done = read_result(path)
         except ResultFileError as exc:
             raise GridError(f"{exc}; move it away to run it again") from None
-        trace = read_trace(run.trace_path)
+        trace = traces[run.trace_path]
         if (
             done.time_scale != options.time_scale
             or abs(done.duration_s - options.real_duration(trace)) > 1e-6
@@ -218,16 +212,15 @@ def run_grid(
 ) -> tuple[int, int]:
     """Run every run whose result is missing; return (ran, skipped). Ctrl-C stops cleanly."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    _check_resumable(runs, out_dir, options)
+    traces = {path: read_trace(path) for path in {r.trace_path for r in runs}}  # each read once
+    _check_resumable(runs, out_dir, options, traces)
     todo = [r for r in runs if not result_path(out_dir, r.trace_path, r.scheduler.label).exists()]
     skipped = len(runs) - len(todo)
     if skipped:
         out(f"{skipped} of {len(runs)} runs already have results in {out_dir}; skipping them")
-    traces: dict[Path, Trace] = {}
     took: list[float] = []
     for n, run in enumerate(todo, 1):
-        trace = traces.get(run.trace_path) or read_trace(run.trace_path)
-        traces[run.trace_path] = trace
+        trace = traces[run.trace_path]
         eta = ""
         if took:
             left = sum(took) / len(took) * (len(todo) - n + 1)
