@@ -1,9 +1,10 @@
 """The composition root: builds every part, runs them as named guarded tasks, shuts down cleanly.
 
 Nothing else wires components together, so the object graph of a running opsche can be read here
-top to bottom (``Daemon._build``):
+top to bottom: ``Daemon.run`` makes the ``Writer`` (rate-limited API writes) and
+``daemon.compose`` builds the rest over it, the one builder the virtual-time replay shares:
 
-    Writer (rate-limited API writes) -> KubeBinder (the scheduler's API side)
+    Writer -> KubeBinder (the scheduler's API side)
     Framework (default plugins + DefaultPreemption + the plan plugins over one PlanState)
     SchedulingQueue (its PreEnqueue is the framework's) -> Scheduler (cycle) + EventHandlers
     OptimizationFlow (Algorithm 1) + its trigger
@@ -30,32 +31,20 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from opsche_daemon.cache import Cache
-from opsche_daemon.config import SchedulerConfig, Trigger
+from opsche_daemon.config import SchedulerConfig
+from opsche_daemon.daemon.compose import compose
 from opsche_daemon.daemon.errors import StartupError
 from opsche_daemon.daemon.failpoints import FailpointError, parse_failpoints
 from opsche_daemon.daemon.logs import configure_logging
 from opsche_daemon.daemon.server import serve_http
 from opsche_daemon.daemon.tasks import Supervisor
-from opsche_daemon.framework.interface import Plugin
-from opsche_daemon.framework.plugins.default_preemption import DefaultPreemption
-from opsche_daemon.framework.registry import build_framework
 from opsche_daemon.framework.runtime import Framework
-from opsche_daemon.kube.binder import KubeBinder
 from opsche_daemon.kube.client import api_client
 from opsche_daemon.kube.intake import build_registry, initial_sync
 from opsche_daemon.kube.writer import Writer
 from opsche_daemon.metrics import Metrics
-from opsche_daemon.plans import (
-    OptimizationFlow,
-    PlanState,
-    PreemptionDeferral,
-    has_background_task,
-    plan_plugins,
-    run_trigger,
-)
-from opsche_daemon.queue import SchedulingQueue
-from opsche_daemon.safety import is_protected
-from opsche_daemon.scheduler import Nominator, Scheduler
+from opsche_daemon.plans import has_background_task, run_trigger
+from opsche_daemon.scheduler import Scheduler
 
 __all__ = ["Daemon", "DaemonOptions", "run_daemon"]
 
@@ -89,63 +78,18 @@ class Daemon:
             raise StartupError(str(exc)) from None
 
     def _build(self, writer: Writer) -> Scheduler:
-        config = self.config
-        nominator = Nominator()
-        preemption = DefaultPreemption(
-            self._framework,
-            config.profile.plugin_args.get("DefaultPreemption"),
-            respect_pdbs=config.preemption.respect_pdbs,
-            avoid_bare_victims=config.preemption.avoid_bare_victims,
-            protected=is_protected,
-            nominated=nominator.nominated,
-        )
-        self.plan_state = PlanState(protected=is_protected)
-        extra: list[Plugin] = [preemption] if config.preemption.enabled else []
-        extra += plan_plugins(self.plan_state)
-        args = {k: v for k, v in config.profile.plugin_args.items() if k != "DefaultPreemption"}
-        self.framework = build_framework(
-            disabled=config.profile.disabled,
-            weights=config.profile.weights,
-            plugin_args=args,
-            extra=extra,
-            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
-        )
-        queue = SchedulingQueue(self.framework.pre_enqueue, config.queue)
-        self.scheduler = Scheduler(
-            config.scheduler_name,
-            self.framework,
-            queue,
+        composed = compose(
+            self.config,
+            writer,
             self.cache,
-            KubeBinder(writer, config.preemption.respect_pdbs),
             self.metrics,
-            bind_workers=config.bind_workers,
-            preemption=config.preemption.enabled,
-            nominator=nominator,
-        )
-        self.flow = OptimizationFlow(
-            self.scheduler,
-            self.plan_state,
-            writer.evict,
-            config.optimiser,
-            is_protected,
             before_validate=self.failpoints.get("before-validate"),
         )
-        optimiser = config.optimiser
-        if config.preemption.plans_first and optimiser.trigger is not Trigger.NONE:
-            deferral = PreemptionDeferral(
-                self.flow,
-                optimiser.trigger,
-                self.scheduler.queue.activate,
-                max_wait_s=optimiser.solve_time_limit_s + optimiser.plan_timeout_s + 2.0,
-                on_result=lambda result: self.metrics.preemption_deferrals.labels(result).inc(),
-            )
-            self.scheduler.preemption_gate = deferral.gate
-        return self.scheduler
-
-    def _framework(self) -> Framework:
-        if self.framework is None:
-            raise RuntimeError("framework not built yet")
-        return self.framework
+        self.framework = composed.framework
+        self.scheduler = composed.scheduler
+        self.flow = composed.flow
+        self.plan_state = composed.plan_state
+        return composed.scheduler
 
     async def run(self) -> int:
         """Run until a signal or a task failure; returns the exit code."""

@@ -8,21 +8,59 @@ PodDisruptionBudgets are honoured.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import structlog
 
 from opsche_daemon.framework.interface import PostFilterResult
-from opsche_daemon.kube.writer import Writer
+from opsche_daemon.model.eviction import EvictionResult
 from opsche_daemon.model.pod import Pod
 
-__all__ = ["KubeBinder"]
+__all__ = ["KubeBinder", "WriteApi"]
 
 log = structlog.get_logger("opsche.kube")
+
+
+class WriteApi(Protocol):
+    """The writes opsche makes.
+
+    ``kube.writer.Writer`` on a cluster; the in-process API of a virtual-time replay
+    (``opsche_daemon.simulation``).
+    """
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        """POST a Binding; raise on failure (409: already bound or gone)."""
+        ...
+
+    async def set_unschedulable(
+        self, pod: Pod, message: str, nominated_node: str | None = None
+    ) -> None:
+        """``PodScheduled=False/Unschedulable`` (and ``nominatedNodeName``)."""
+        ...
+
+    async def mark_disruption_target(self, pod: Pod, preemptor: Pod) -> None:
+        """The ``DisruptionTarget`` condition on a preemption victim."""
+        ...
+
+    async def evict(self, pod: Pod) -> EvictionResult:
+        """Evict through the Eviction API (PodDisruptionBudgets hold)."""
+        ...
+
+    def event(
+        self, pod: Pod, reason: str, note: str, *, action: str = "Scheduling", type_: str = "Normal"
+    ) -> None:
+        """Record an Event in the background; never blocks, never raises."""
+        ...
+
+    async def drain_events(self, within: float = 5.0) -> None:
+        """Wait (bounded) for events in flight."""
+        ...
 
 
 class KubeBinder:
     """Binds, posts events, sets conditions and preempts on behalf of one scheduler."""
 
-    def __init__(self, writer: Writer, respect_pdbs: bool) -> None:
+    def __init__(self, writer: WriteApi, respect_pdbs: bool) -> None:
         self.writer = writer
         self.respect_pdbs = respect_pdbs
 
