@@ -37,8 +37,11 @@ class TokenBucket:
         if self.qps <= 0:
             return 0.0
         self._refill()
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
+        # The epsilon: a virtual clock (the replay's) wakes a sleeper exactly at its deadline,
+        # rounded to 1 us, so the refill may fall a hair short of a whole token; without it the
+        # waiter would sleep for nanoseconds that never pass.
+        if self._tokens >= 1.0 - 1e-6:
+            self._tokens = max(0.0, self._tokens - 1.0)
             return 0.0
         return (1.0 - self._tokens) / self.qps
 

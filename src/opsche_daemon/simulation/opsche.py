@@ -1,0 +1,126 @@
+"""opsche itself, in-process: the daemon's object graph over the virtual API server.
+
+``daemon.compose`` builds exactly what ``opsche run`` builds (framework, queue, scheduler,
+preemption, the optimisation flow and its trigger); only three things are plugged differently:
+the writer (``VirtualWriter``), the clock (the loop's, virtual under the simulation) and the
+intake (the in-process API's watch calls the same ``EventHandlers`` the kopf watch calls). The
+tasks are the daemon's: the scheduling loop, the queue flush and the trigger. If one of them dies,
+``failed`` says so and the replay stops: a broken scheduler must not look like an idle one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from prometheus_client import generate_latest
+
+from opsche_daemon.cache import Cache
+from opsche_daemon.config import SchedulerConfig
+from opsche_daemon.daemon.compose import Composed, compose
+from opsche_daemon.kube.intake import IntakeSink, disruption_budget, workload_selector
+from opsche_daemon.metrics import Metrics
+from opsche_daemon.model.node import Node
+from opsche_daemon.model.pod import Pod
+from opsche_daemon.plans import has_background_task, run_trigger
+from opsche_daemon.replay.driver import parse_counters
+from opsche_daemon.simulation.apiserver import Obj, VirtualApiServer
+from opsche_daemon.simulation.writer import VirtualWriter
+
+__all__ = ["VirtualOpsche", "intake"]
+
+
+def intake(sink: IntakeSink) -> Any:
+    """A ``VirtualApiServer`` listener that feeds ``sink`` as ``kube.intake``'s handlers do."""
+
+    def listener(kind: str, type_: str, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        deleted = type_ == "DELETED"
+        if kind == "Pod":
+            pod = Pod.from_api(obj)
+            if deleted:
+                sink.pod_deleted(pod)
+            else:
+                sink.pod_changed(pod)
+        elif kind == "Node":
+            if deleted:
+                sink.node_deleted(str(meta.get("name")))
+            else:
+                sink.node_changed(Node.from_api(obj))
+        elif kind == "Namespace":
+            sink.namespace_changed(str(meta.get("name")), None if deleted else meta.get("labels"))
+        elif kind == "ReplicaSet":
+            selector = None if deleted else workload_selector("ReplicaSet", obj)
+            sink.workload_changed(
+                "ReplicaSet", str(meta.get("namespace")), str(meta.get("name")), selector
+            )
+        elif kind == "PodDisruptionBudget":
+            sink.budget_changed(disruption_budget(obj), deleted=deleted)
+
+    return listener
+
+
+class VirtualOpsche:
+    """One opsche on one ``VirtualApiServer``."""
+
+    def __init__(self, config: SchedulerConfig, api: VirtualApiServer) -> None:
+        self.config = config
+        self.api = api
+        self.metrics = Metrics()
+        self.cache = Cache()
+        self.composed: Composed | None = None
+        self.failed: asyncio.Future[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        """Build, sync the cache from the API's current objects, start the daemon's tasks."""
+        loop = asyncio.get_running_loop()
+        client = self.config.client
+        writer = VirtualWriter(self.api, self.config.scheduler_name, client.qps, client.burst)
+        composed = compose(self.config, writer, self.cache, self.metrics, clock=loop.time)
+        self.composed = composed
+        self.failed = loop.create_future()
+        self.api.watch(intake(composed.scheduler.events))
+        scheduler = composed.scheduler
+        self._start("scheduling-loop", scheduler.run())
+        self._start("queue-flush", scheduler.flush_loop())
+        if has_background_task(self.config.optimiser.trigger):
+            self._start("trigger", run_trigger(composed.flow))
+        else:
+            await run_trigger(composed.flow)  # installs the failure hook, or nothing for none
+
+    def _start(self, name: str, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        task.add_done_callback(self._ended)
+        self._tasks.append(task)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or self.failed is None or self.failed.done():
+            return
+        error = task.exception()
+        self.failed.set_exception(
+            RuntimeError(f"opsche's {task.get_name()} task ended: {error!r}")
+            if error is not None
+            else RuntimeError(f"opsche's {task.get_name()} task ended")
+        )
+
+    async def counters(self) -> dict[str, float] | None:
+        """The replay's scheduler counters, read from the registry a scrape would read."""
+        return parse_counters(generate_latest(self.metrics.registry).decode())
+
+    async def stop(self) -> None:
+        """The daemon's shutdown: no new run, the queue closed, tasks stopped, binds drained."""
+        if self.composed is None:
+            return
+        self.composed.flow.close()
+        self.composed.scheduler.queue.close()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.composed.flow.wait()
+        await self.composed.scheduler.drain()
+        if self.failed is not None and not self.failed.done():
+            self.failed.cancel()
