@@ -62,9 +62,17 @@ def add_trace_replay_parser(sub: Any) -> None:
     )
     parser.add_argument("trace", type=Path, help="trace file (opsche trace generate)")
     parser.add_argument(
+        "--backend",
+        choices=["cluster", "virtual"],
+        default="cluster",
+        help="cluster (default): a real API server; virtual: opsche's own code in-process on a "
+        "simulated API server and a virtual clock (see docs/evaluation.md, Virtual time)",
+    )
+    parser.add_argument(
         "--scheduler-name",
-        default="default-scheduler",
-        help="the pods' spec.schedulerName (default: default-scheduler, i.e. kube-scheduler)",
+        default=None,
+        help="the pods' spec.schedulerName (default: default-scheduler, i.e. kube-scheduler; "
+        "virtual: opsche's name)",
     )
     parser.add_argument("--label", default=None, help="the run's name in reports")
     parser.add_argument("--kubeconfig", type=Path, default=None, help="default: the usual lookup")
@@ -75,6 +83,17 @@ def add_trace_replay_parser(sub: Any) -> None:
     )
     parser.add_argument("-o", "--output", type=Path, required=True, help="result file (JSON)")
     _common(parser)
+    virtual = parser.add_argument_group("virtual backend (opsche runs in-process)")
+    virtual.add_argument("--config", type=Path, default=None, help="opsche's YAML config file")
+    virtual.add_argument(
+        "--trigger",
+        choices=["scheduling-failure", "periodic", "stable-queue", "none"],
+        default=None,
+        help="opsche's trigger (default: the config file's; none: plans off, the virtual "
+        "stand-in for kube-scheduler)",
+    )
+    virtual.add_argument("--blocking", action="store_true", help="pause scheduling while solving")
+    virtual.add_argument("--no-preemption", action="store_true", help="disable default preemption")
     parser.set_defaults(handler=_trace_replay)
 
 
@@ -97,6 +116,82 @@ def _read_trace(path: Path) -> Any:
 
 
 def _trace_replay(args: argparse.Namespace) -> int:
+    _check_numbers(args)
+    if not args.output.parent.is_dir():
+        raise UserError(f"-o {args.output}: directory {args.output.parent} does not exist")
+    if args.backend == "virtual":
+        return _virtual_replay(args)
+    given = [
+        flag
+        for flag, value in (
+            ("--config", args.config),
+            ("--trigger", args.trigger),
+            ("--blocking", args.blocking or None),
+            ("--no-preemption", args.no_preemption or None),
+        )
+        if value is not None
+    ]
+    if given:
+        raise UserError(
+            f"{', '.join(given)}: opsche's settings apply with --backend virtual only; on a "
+            "cluster, start opsche with them (opsche run ...)"
+        )
+    return _cluster_replay(args)
+
+
+def _virtual_replay(args: argparse.Namespace) -> int:
+    from opsche_daemon.cli.config_cmd import checked_config  # noqa: PLC0415
+    from opsche_daemon.cli.run_cmd import apply_flags  # noqa: PLC0415
+
+    if args.kubeconfig is not None or args.metrics_url is not None:
+        raise UserError(
+            "--kubeconfig and --metrics-url are for --backend cluster; a virtual replay runs "
+            "opsche in-process"
+        )
+    if args.time_scale != 1.0:
+        raise UserError("--time-scale: a virtual replay needs none (its clock costs nothing)")
+    config = checked_config(args.config, lambda loaded: apply_flags(loaded, args))
+    trace = _read_trace(args.trace)
+
+    from opsche_daemon.framework.registry import ProfileError  # noqa: PLC0415
+    from opsche_daemon.replay.driver import ReplayError, ReplayOptions  # noqa: PLC0415
+    from opsche_daemon.simulation.run import replay_virtual_to_file  # noqa: PLC0415
+    from opsche_daemon.trace.result import SchedulerRun  # noqa: PLC0415
+
+    optimiser = config.optimiser
+    label = args.label or str(optimiser.trigger)
+    scheduler = SchedulerRun(
+        label=label,
+        scheduler_name=config.scheduler_name,
+        trigger=str(optimiser.trigger),
+        blocking=optimiser.blocking,
+        preemption=config.preemption.enabled,
+        settings={"backend": "virtual", "config": str(args.config) if args.config else None},
+    )
+    options = ReplayOptions(
+        scheduler=scheduler,
+        initial_timeout_s=args.initial_timeout,
+        duration_s=args.duration,
+        progress_every_s=600.0,
+    )
+    from opsche_daemon.daemon.logs import configure_logging  # noqa: PLC0415
+
+    configure_logging("warning")  # opsche's per-pod lines would drown the replay's progress
+    _interruptible()
+    _say(f"replaying {args.trace} ({trace.nodes} nodes) in virtual time under opsche ({label})")
+    try:
+        result = replay_virtual_to_file(trace, args.trace, options, config, args.output, out=_say)
+    except (ReplayError, ProfileError) as exc:
+        raise UserError(str(exc)) from None
+    print(_summary_line(result))
+    _say(
+        f"result written to {args.output} ({result.duration_s:.0f} virtual s in "
+        f"{result.environment['real_s']:.1f} real s)"
+    )
+    return 0
+
+
+def _cluster_replay(args: argparse.Namespace) -> int:
     from kubernetes_asyncio.client.exceptions import ApiException  # noqa: PLC0415
 
     from opsche_daemon.kube.client import ConnectionError_, resolve_kubeconfig  # noqa: PLC0415
@@ -104,14 +199,12 @@ def _trace_replay(args: argparse.Namespace) -> int:
     from opsche_daemon.replay.run import replay_to_file  # noqa: PLC0415
     from opsche_daemon.trace.result import SchedulerRun  # noqa: PLC0415
 
-    _check_numbers(args)
-    if not args.output.parent.is_dir():
-        raise UserError(f"-o {args.output}: directory {args.output.parent} does not exist")
     trace = _read_trace(args.trace)
     try:
         kubeconfig = resolve_kubeconfig(args.kubeconfig)
     except ConnectionError_ as exc:
         raise UserError(str(exc)) from None
+    args.scheduler_name = args.scheduler_name or "default-scheduler"
     label = args.label or (
         "kube-scheduler" if args.scheduler_name == "default-scheduler" else args.scheduler_name
     )

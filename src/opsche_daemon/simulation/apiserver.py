@@ -317,6 +317,8 @@ class VirtualApiServer:
         pod = self.pods.pop(key, None)
         if pod is None:
             return
+        # As the API server's: the DELETED event carries the deletion's own resourceVersion.
+        pod = self._stamp(copy.deepcopy(pod))
         self._commit("Pod", "DELETED", pod)
         self._owner_changed(pod)
         self._refresh_budgets(key[0])
