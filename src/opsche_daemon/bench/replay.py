@@ -28,7 +28,9 @@ from opsche_daemon.trace.result import ResultFileError, SchedulerRun, read_resul
 __all__ = [
     "BASELINE",
     "TRIGGERS",
+    "GridError",
     "GridRun",
+    "check_resumable",
     "parse_scheduler",
     "plan_grid",
     "result_path",
@@ -174,14 +176,18 @@ def _run_one(
                 cluster.down()  # whatever happened above: its processes outlive us otherwise
 
 
-def _check_resumable(
-    runs: Sequence[GridRun], out_dir: Path, options: ReplayOptions, traces: dict[Path, Trace]
+def check_resumable(
+    runs: Sequence[GridRun],
+    out_dir: Path,
+    options: ReplayOptions,
+    traces: dict[Path, Trace],
+    backend: str = "cluster",
 ) -> None:
-    """Refuse to resume into results made with another time scale or duration.
+    """Refuse to resume into results made with another time scale, duration or backend.
 
     A result is skipped on resume because its file exists; a quick look at ``--time-scale 10``
-    in the same directory would otherwise stand in for the real run, and the report would mix
-    them.
+    (or a virtual-time run) in the same directory would otherwise stand in for the real run, and
+    the report would mix them.
     """
     for run in runs:
         path = result_path(out_dir, run.trace_path, run.scheduler.label)
@@ -191,6 +197,9 @@ def _check_resumable(
             done = read_result(path)
         except ResultFileError as exc:
             raise GridError(f"{exc}; move it away to run it again") from None
+        made_by = str(done.environment.get("backend") or "cluster")
+        if made_by != backend:
+            raise GridError(f"{path} is a {made_by} run; this grid is {backend}: use another --out")
         trace = traces[run.trace_path]
         if (
             done.time_scale != options.time_scale
@@ -213,7 +222,7 @@ def run_grid(
     """Run every run whose result is missing; return (ran, skipped). Ctrl-C stops cleanly."""
     out_dir.mkdir(parents=True, exist_ok=True)
     traces = {path: read_trace(path) for path in {r.trace_path for r in runs}}  # each read once
-    _check_resumable(runs, out_dir, options, traces)
+    check_resumable(runs, out_dir, options, traces)
     todo = [r for r in runs if not result_path(out_dir, r.trace_path, r.scheduler.label).exists()]
     skipped = len(runs) - len(todo)
     if skipped:

@@ -124,6 +124,11 @@ def _trace_name(result: ReplayResult) -> str:
     return str(result.trace["name"])
 
 
+def backend(result: ReplayResult) -> str:
+    """``cluster`` (a real API server) or ``virtual`` (the in-process, virtual-time replay)."""
+    return str(result.environment.get("backend") or "cluster")
+
+
 def _setting(result: ReplayResult) -> Setting:
     header = result.trace
     gap = header.get("mean_interarrival_s")
@@ -270,6 +275,11 @@ def paired_differences(results: Sequence[ReplayResult]) -> Pairing:
                     f"{label} on trace {name}: another {label} run of this trace "
                     "(the first is used)"
                 )
+            elif backend(run) != backend(baseline):
+                unpaired.append(
+                    f"{label} on trace {name}: a {backend(run)} run cannot be paired with a "
+                    f"{backend(baseline)} {BASELINE} run"
+                )
             elif _setting(run) != _setting(baseline):
                 unpaired.append(
                     f"{label} on trace {name}: its trace header ({_setting(run).label}) differs "
@@ -319,6 +329,7 @@ class Report:
     unpaired: tuple[str, ...]
     differences: tuple[Cell, ...]
     ceilings: tuple[Cell, ...]
+    backends: tuple[str, ...] = ("cluster",)
 
     def labels(self) -> list[str]:
         """The opsche configurations that were paired, in report order."""
@@ -369,6 +380,7 @@ def build_report(results: Sequence[ReplayResult]) -> Report:
         unpaired=pairing.unpaired,
         differences=_cells(differences),
         ceilings=_cells(ceilings),
+        backends=tuple(sorted({backend(r) for r in results})),
     )
 
 
@@ -472,6 +484,14 @@ def format_markdown(report: Report) -> str:
         "setting; `(n=1)` marks a single trace. Usage differences are percentage points; "
         "solver runs and plan activations are opsche's own counts. p1 is the lowest priority.",
     ]
+    if "virtual" in report.backends:
+        lines += [
+            "",
+            "**Virtual time.** Runs marked virtual replayed opsche's own code on the in-process "
+            f"API server and a virtual clock; there the {BASELINE} rows are opsche with plans "
+            f"off (`--trigger none`), standing in for {BASELINE}, not {BASELINE} itself. A "
+            "virtual run is only ever paired with a virtual baseline.",
+        ]
     if report.unpaired:
         lines += ["", "## Unpaired runs (not in the tables)", ""]
         lines += [f"- {line}" for line in report.unpaired]

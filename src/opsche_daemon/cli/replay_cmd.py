@@ -267,6 +267,20 @@ def add_bench_replay_parser(sub: Any) -> None:
         "--shard", type=_shard, default=(1, 1), help="run only slice I of N of the grid"
     )
     parser.add_argument("--opsche-config", type=Path, default=None, help="config for opsche runs")
+    parser.add_argument(
+        "--backend",
+        choices=["cluster", "virtual"],
+        default="cluster",
+        help="cluster (default): a fresh local cluster per run, the real kube-scheduler as the "
+        "baseline; virtual: opsche in-process on a virtual clock, opsche with plans off as the "
+        "baseline (see docs/evaluation.md, Virtual time)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="virtual backend: replays at once (default: one per core)",
+    )
     _common(parser)
     parser.set_defaults(handler=_bench_replay)
 
@@ -292,6 +306,10 @@ def _bench_replay(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     if args.opsche_config is not None and not args.opsche_config.is_file():
         raise UserError(f"--opsche-config {args.opsche_config}: no such file")
+    if args.jobs is not None and (args.jobs < 1 or args.backend != "virtual"):
+        raise UserError(f"--jobs {args.jobs}: a positive number, with --backend virtual only")
+    if args.backend == "virtual":
+        return _bench_virtual(args, runs, labels)
     options = ReplayOptions(
         scheduler=SchedulerRun(label="", scheduler_name=""),  # per run
         time_scale=args.time_scale,
@@ -306,6 +324,37 @@ def _bench_replay(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     except ApiException as exc:
         raise UserError(f"the API server refused a request: {exc.status} {exc.reason}") from None
+    print(f"{ran} runs done, {skipped} already done; results in {args.out}")
+    print(f"report: opsche bench report {args.out}")
+    return 0
+
+
+def _bench_virtual(args: argparse.Namespace, runs: Any, labels: list[str]) -> int:
+    from opsche_daemon.bench.replay import GridError  # noqa: PLC0415
+    from opsche_daemon.bench.virtual_grid import run_virtual_grid  # noqa: PLC0415
+    from opsche_daemon.cli.config_cmd import checked_config  # noqa: PLC0415
+    from opsche_daemon.replay.driver import ReplayError, ReplayOptions  # noqa: PLC0415
+    from opsche_daemon.trace.result import SchedulerRun  # noqa: PLC0415
+
+    if args.time_scale != 1.0:
+        raise UserError("--time-scale: a virtual replay needs none (its clock costs nothing)")
+    checked_config(args.opsche_config)  # every problem of the file before the first run
+    options = ReplayOptions(
+        scheduler=SchedulerRun(label="", scheduler_name=""),  # per run
+        initial_timeout_s=args.initial_timeout,
+        duration_s=args.duration,
+    )
+    _interruptible()
+    _say(
+        f"{len(runs)} runs in this shard ({len(args.traces)} traces x {len(labels)} schedulers), "
+        "virtual time"
+    )
+    try:
+        ran, skipped = run_virtual_grid(
+            runs, args.out, options, args.opsche_config, args.jobs, _say
+        )
+    except (ReplayError, GridError) as exc:
+        raise UserError(str(exc)) from None
     print(f"{ran} runs done, {skipped} already done; results in {args.out}")
     print(f"report: opsche bench report {args.out}")
     return 0
