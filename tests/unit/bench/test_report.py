@@ -6,6 +6,7 @@ import csv
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -372,3 +373,24 @@ def test_cli_errors_are_one_plain_line(
         "malformed": "broken.json: not JSON",
     }[kind]
     assert expected in err
+
+
+def test_virtual_runs_pair_only_with_a_virtual_baseline_and_the_report_says_so() -> None:
+    def virtual(result: ReplayResult) -> ReplayResult:
+        return replace(result, environment={**result.environment, "backend": "virtual"})
+
+    results = [
+        virtual(run("v0", KS, usage=0.90)),
+        virtual(run("v0", "periodic", usage=0.92)),
+        run("mixed", KS, usage=0.90),  # a real kube-scheduler run...
+        virtual(run("mixed", "periodic", usage=0.95)),  # ...and a virtual opsche run
+    ]
+    pairing = paired_differences(results)
+    assert [(p.trace, p.label) for p in pairing.pairs] == [("v0", "periodic")]
+    assert pairing.unpaired == (
+        "periodic on trace mixed: a virtual run cannot be paired with a cluster kube-scheduler run",
+    )
+    report = build_report(results)
+    assert report.backends == ("cluster", "virtual")
+    assert "opsche with plans off (`--trigger none`)" in format_markdown(report)
+    assert "Virtual time" not in format_markdown(build_report(three_seeds()))

@@ -1,0 +1,63 @@
+"""The grid in virtual time: the baseline stands in for kube-scheduler; runs go in parallel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from opsche_daemon.bench.replay import (
+    GridError,
+    check_resumable,
+    parse_scheduler,
+    plan_grid,
+    result_path,
+)
+from opsche_daemon.bench.virtual_grid import run_virtual_grid, virtual_config, virtual_scheduler
+from opsche_daemon.config import SchedulerConfig, Trigger
+from opsche_daemon.replay.driver import ReplayOptions
+from opsche_daemon.trace.model import read_trace
+from opsche_daemon.trace.result import SchedulerRun, read_result
+
+TRACES = Path(__file__).parents[3] / "traces" / "samples"
+
+
+def test_the_virtual_baseline_is_opsche_with_plans_off_under_the_baseline_label() -> None:
+    base = virtual_scheduler(parse_scheduler("kube-scheduler"))
+    assert (base.label, base.scheduler_name, base.trigger) == ("kube-scheduler", "opsche", "none")
+    assert base.settings == {"backend": "virtual", "stands_in_for": "kube-scheduler"}
+    config = virtual_config(base, SchedulerConfig())
+    assert config.optimiser.trigger is Trigger.NONE
+    assert config.preemption.enabled
+
+
+def test_a_virtual_run_takes_its_labels_flags_over_the_config_file() -> None:
+    run = virtual_scheduler(parse_scheduler("stable-queue-blocking-no-preemption"))
+    config = virtual_config(run, SchedulerConfig())
+    assert config.optimiser.trigger is Trigger.STABLE_QUEUE
+    assert config.optimiser.blocking
+    assert not config.preemption.enabled
+    assert config.scheduler_name == "opsche"
+
+
+def test_a_small_grid_runs_in_parallel_and_resumes(tmp_path: Path) -> None:
+    traces = [TRACES / "n4-p1-iat8-15min-seed1.json"]
+    runs = plan_grid(traces, ["kube-scheduler", "scheduling-failure"])
+    options = ReplayOptions(scheduler=SchedulerRun("", ""), duration_s=120.0)
+    lines: list[str] = []
+    assert run_virtual_grid(runs, tmp_path, options, jobs=2, out=lines.append) == (2, 0)
+    baseline = read_result(result_path(tmp_path, traces[0], "kube-scheduler"))
+    opsche = read_result(result_path(tmp_path, traces[0], "scheduling-failure"))
+    assert baseline.environment["backend"] == opsche.environment["backend"] == "virtual"
+    assert baseline.scheduler.trigger == "none"
+    assert opsche.scheduler.trigger == "scheduling-failure"
+    assert baseline.duration_s == opsche.duration_s == 120.0
+    assert any("2 at a time" in line for line in lines)
+    assert sum(line.startswith("[") for line in lines) == 2
+    # Resuming skips both; another duration, or a real-cluster directory, is refused.
+    assert run_virtual_grid(runs, tmp_path, options, jobs=2, out=lines.append) == (0, 2)
+    with pytest.raises(GridError, match="another --out"):
+        longer = ReplayOptions(scheduler=SchedulerRun("", ""), duration_s=60.0)
+        run_virtual_grid(runs, tmp_path, longer, jobs=1, out=lines.append)
+    with pytest.raises(GridError, match="is a virtual run; this grid is cluster"):
+        check_resumable(runs, tmp_path, options, {traces[0]: read_trace(traces[0])})
