@@ -14,7 +14,7 @@ from typing import Any
 
 from opsche_daemon.cli.errors import UserError
 
-__all__ = ["add_report_parser"]
+__all__ = ["add_fidelity_parser", "add_report_parser"]
 
 
 def add_report_parser(sub: Any) -> None:
@@ -70,4 +70,39 @@ def _report(args: argparse.Namespace) -> int:
     for line in report.unpaired:
         print(f"opsche: warning: unpaired: {line}", file=sys.stderr)
     print(f"wrote report.md, report.csv and figure.png to {output}", file=sys.stderr)
+    return 0
+
+
+def add_fidelity_parser(sub: Any) -> None:
+    """Add ``fidelity`` to ``opsche bench``'s subcommands."""
+    fidelity = sub.add_parser(
+        "fidelity",
+        help="real-cluster and virtual-time replays of the same traces, side by side",
+        description=(
+            "Match the runs of a real-cluster result directory and a virtual-time one (same "
+            "trace, same label) and print their usage, pending pods, latency, deletions and "
+            "counters side by side, with how many agree on usage within 0.5 points."
+        ),
+    )
+    fidelity.add_argument("real", type=Path, metavar="REAL_DIR", help="real-cluster results")
+    fidelity.add_argument("virtual", type=Path, metavar="VIRTUAL_DIR", help="virtual results")
+    fidelity.set_defaults(handler=_fidelity)
+
+
+def _fidelity(args: argparse.Namespace) -> int:
+    from opsche_daemon.bench.fidelity import compare, format_fidelity  # noqa: PLC0415
+    from opsche_daemon.bench.report import ReportError, load_results  # noqa: PLC0415
+
+    try:
+        real = load_results(args.real)
+        virtual = load_results(args.virtual)
+    except ReportError as exc:
+        raise UserError(str(exc)) from None
+    comparisons = compare(real, virtual)
+    if not comparisons:
+        raise UserError(
+            f"no run of {args.real} (real cluster) has a virtual-time twin in {args.virtual} "
+            "(same trace file name and label)"
+        )
+    print(format_fidelity(comparisons), end="")
     return 0
