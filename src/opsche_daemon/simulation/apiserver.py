@@ -6,6 +6,9 @@ It does for a replay's workload what the local cluster does, no more:
   objects the API server returns (``Pod.from_api`` and the replay's monitor read them as they
   read real ones), replaced on every change, never mutated, so an event holds the state it was
   sent with;
+* one write at a time: every write (the replayer's, opsche's, the controllers' and KWOK's) is
+  committed ``write_service_s`` after the previous one, so a burst queues as it does on a real
+  API server, and a caller's round trip is its wait, the commit and a fixed overhead;
 * watches: every change reaches each subscriber in commit order, ``watch_s`` later;
 * kube-controller-manager: a ReplicaSet creates its missing pods ``create_pods_s`` after it or
   one of its pods changed (an evicted or deleted pod is replaced as soon as it is terminating,
@@ -29,6 +32,7 @@ import asyncio
 import contextlib
 import copy
 import datetime
+import functools
 import itertools
 import random
 from collections import deque
@@ -102,6 +106,8 @@ class VirtualApiServer:
         self._tasks: set[asyncio.Task[None]] = set()
         self._version = itertools.count(1)
         self._uids = itertools.count(1)
+        self._busy_until = 0.0  # when the write being committed is done
+        self._creating: dict[tuple[str, str], int] = {}  # pod creations queued per ReplicaSet
 
     # ------------------------------------------------------------------ clock and plumbing
     @staticmethod
@@ -144,6 +150,20 @@ class VirtualApiServer:
     def _later(self, delay: float, callback: Callable[[], None]) -> None:
         asyncio.get_running_loop().call_later(delay, callback)
 
+    def _admit(self) -> float:
+        """Seconds until a write arriving now is committed (writes are served one at a time)."""
+        now = self.now()
+        self._busy_until = max(now, self._busy_until) + self.latencies.write_service_s
+        return self._busy_until - now
+
+    async def _commit_write(self) -> None:
+        """A caller's write: wait in the queue until it is committed."""
+        await asyncio.sleep(self._admit())
+
+    def _write_later(self, delay: float, callback: Callable[[], None]) -> None:
+        """A controller's write, issued ``delay`` from now and applied when committed."""
+        self._later(delay, lambda: self._later(self._admit(), callback))
+
     def _stamp(self, obj: Obj) -> Obj:
         obj["metadata"]["resourceVersion"] = str(next(self._version))
         return obj
@@ -172,7 +192,7 @@ class VirtualApiServer:
     def delete_namespace(self, name: str) -> None:
         """Delete a namespace and everything in it."""
         for key in [k for k in self.replicasets if k[0] == name]:
-            self.delete_replicaset(*key, collect=False)
+            self._drop_replicaset(*key, collect=False)
         for key in [k for k in self.pods if k[0] == name]:
             self._remove_pod(key)
         obj = self.namespaces.pop(name, None)
@@ -194,8 +214,9 @@ class VirtualApiServer:
         self._refresh_budgets(namespace)
 
     # ------------------------------------------------------------------ ReplicaSets
-    def create_replicaset(self, namespace: str, body: Obj) -> None:
+    async def create_replicaset(self, namespace: str, body: Obj) -> None:
         """POST a ReplicaSet; its pods follow ``create_pods_s`` later."""
+        await self._commit_write()
         if namespace not in self.namespaces:
             raise ApiError(404, f'namespaces "{namespace}" not found')
         name = body["metadata"]["name"]
@@ -209,9 +230,15 @@ class VirtualApiServer:
         self.replicasets[key] = self._stamp(obj)
         self._commit("ReplicaSet", "ADDED", obj)
         self._reconcile_later(key)
+        await asyncio.sleep(self.latencies.write_s)
 
-    def delete_replicaset(self, namespace: str, name: str, *, collect: bool = True) -> None:
+    async def delete_replicaset(self, namespace: str, name: str) -> None:
         """DELETE a ReplicaSet (background propagation: the collector deletes its pods)."""
+        await self._commit_write()
+        self._drop_replicaset(namespace, name, collect=True)
+        await asyncio.sleep(self.latencies.write_s)
+
+    def _drop_replicaset(self, namespace: str, name: str, *, collect: bool) -> None:
         key = (namespace, name)
         obj = self.replicasets.pop(key, None)
         if obj is None:
@@ -224,7 +251,10 @@ class VirtualApiServer:
     def _collect(self, namespace: str, owner_uid: str) -> None:
         for key, pod in list(self.pods.items()):
             if key[0] == namespace and _owner_uid(pod) == owner_uid:
-                self.delete_pod(*key)
+                self._write_later(0.0, functools.partial(self._collect_one, key))
+
+    def _collect_one(self, key: tuple[str, str]) -> None:
+        self._delete_pod(*key)
 
     def _reconcile_later(self, key: tuple[str, str]) -> None:
         self._later(self.latencies.create_pods_s, lambda: self._reconcile(key))
@@ -242,10 +272,16 @@ class VirtualApiServer:
             and "deletionTimestamp" not in pod["metadata"]
             and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
         )
-        for _ in range(int(rs["spec"].get("replicas", 1)) - active):
-            self._create_pod(rs)
+        missing = int(rs["spec"].get("replicas", 1)) - active - self._creating.get(key, 0)
+        for _ in range(missing):
+            self._creating[key] = self._creating.get(key, 0) + 1
+            self._write_later(0.0, lambda: self._create_pod(key))
 
-    def _create_pod(self, rs: Obj) -> None:
+    def _create_pod(self, key: tuple[str, str]) -> None:
+        self._creating[key] -= 1
+        rs = self.replicasets.get(key)
+        if rs is None:
+            return
         meta = rs["metadata"]
         template = copy.deepcopy(rs["spec"]["template"])
         while True:
@@ -296,8 +332,15 @@ class VirtualApiServer:
         self._commit("Pod", "MODIFIED", pod)
         return pod
 
-    def delete_pod(self, namespace: str, name: str) -> bool:
-        """DELETE a pod: an unbound one goes at once, a bound one ``delete_s`` later."""
+    async def delete_pod(self, namespace: str, name: str) -> bool:
+        """DELETE a pod (False if there is none)."""
+        await self._commit_write()
+        found = self._delete_pod(namespace, name)
+        await asyncio.sleep(self.latencies.write_s)
+        return found
+
+    def _delete_pod(self, namespace: str, name: str) -> bool:
+        """An unbound pod goes at once, a bound one when KWOK removes it ``delete_s`` later."""
         key = (namespace, name)
         pod = self.pods.get(key)
         if pod is None:
@@ -309,7 +352,7 @@ class VirtualApiServer:
         else:
             stamp = self.timestamp()
             self._replace(key, lambda p: p["metadata"].update(deletionTimestamp=stamp))
-            self._later(self.latencies.delete_s, lambda: self._remove_pod(key))
+            self._write_later(self.latencies.delete_s, lambda: self._remove_pod(key))
         self._owner_changed(pod)
         return True
 
@@ -351,8 +394,8 @@ class VirtualApiServer:
 
     # ------------------------------------------------------------------ subresources
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
-        """POST pods/binding: ``bind_s`` for the round trip; refusals as the API server's."""
-        await asyncio.sleep(self.latencies.bind_s)
+        """POST pods/binding, committed in turn; refusals as the API server's."""
+        await self._commit_write()
         key = (namespace, name)
         pod = self.pods.get(key)
         if pod is None or (uid and pod["metadata"]["uid"] != uid):
@@ -376,13 +419,16 @@ class VirtualApiServer:
 
         self._replace(key, assign)
         self.bindings += 1
-        self._later(self.latencies.running_s, lambda: self._running(key, pod["metadata"]["uid"]))
+        uid_now = pod["metadata"]["uid"]
+        self._write_later(self.latencies.running_s, lambda: self._running(key, uid_now))
+        await asyncio.sleep(self.latencies.bind_s)
 
     async def patch_status(self, namespace: str, name: str, status: Obj) -> None:
         """PATCH pods/status (strategic merge of conditions by type, other fields replaced)."""
-        await asyncio.sleep(self.latencies.write_s)
+        await self._commit_write()
         key = (namespace, name)
         if key not in self.pods:
+            await asyncio.sleep(self.latencies.write_s)
             raise ApiError(404, f'pods "{name}" not found')
 
         def merge(p: Obj) -> None:
@@ -397,10 +443,12 @@ class VirtualApiServer:
                 current["conditions"] = list(by_type.values())
 
         self._replace(key, merge)
+        await asyncio.sleep(self.latencies.write_s)
 
     async def evict(self, namespace: str, name: str, uid: str | None) -> None:
         """POST pods/eviction: 404 if gone, 429 if a budget forbids it, else mark and delete."""
-        await asyncio.sleep(self.latencies.write_s)
+        await self._commit_write()
+        await asyncio.sleep(self.latencies.write_s)  # the answer comes back after the commit
         key = (namespace, name)
         pod = self.pods.get(key)
         if pod is None or (uid and pod["metadata"]["uid"] != uid):
@@ -428,7 +476,7 @@ class VirtualApiServer:
                         p.setdefault("status", {}).setdefault("conditions", []).append(condition)
                     ),
                 )
-        self.delete_pod(namespace, name)
+        self._delete_pod(namespace, name)
         self._refresh_budgets(namespace)
 
     def record_event(self, pod_key: str, reason: str, note: str) -> None:

@@ -85,18 +85,16 @@ class VirtualReplayCluster:
             await asyncio.shield(self.scheduler_failed)
 
     async def create_workload(self, body: dict[str, Any]) -> None:
-        """Create the ReplicaSet (one write's latency, as a real POST)."""
-        await asyncio.sleep(self.api.latencies.write_s)
+        """Create the ReplicaSet (a write, queued behind the others as a real POST is)."""
         try:
-            self.api.create_replicaset(self.namespace, body)
+            await self.api.create_replicaset(self.namespace, body)
         except ApiError as exc:
             self.write_errors.append(f"create {body['metadata']['name']}: {exc}")
 
     async def delete_workload(self, name: str) -> None:
         """Delete the ReplicaSet; the collector deletes its pods."""
-        await asyncio.sleep(self.api.latencies.write_s)
         try:
-            self.api.delete_replicaset(self.namespace, name)
+            await self.api.delete_replicaset(self.namespace, name)
         except ApiError as exc:
             if exc.status != 404:
                 self.write_errors.append(f"delete {name}: {exc}")
