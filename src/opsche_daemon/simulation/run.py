@@ -37,7 +37,7 @@ from opsche_daemon.simulation.opsche import VirtualOpsche
 from opsche_daemon.trace.model import Trace, Workload
 from opsche_daemon.trace.result import ReplayResult, write_result
 
-__all__ = ["VIRTUAL_BASELINE", "replay_virtual", "replay_virtual_to_file"]
+__all__ = ["VIRTUAL_BASELINE", "replay_virtual", "replay_virtual_to_file", "virtual_loop"]
 
 VIRTUAL_BASELINE = "baseline-none"  # opsche --trigger none, standing in for kube-scheduler
 _SYNC_STEP_S = 0.001  # how finely the virtual clock follows real time while a thread works
@@ -81,7 +81,8 @@ async def replay_virtual(
     return result
 
 
-def _virtual_loop() -> asyncio.AbstractEventLoop:
+def virtual_loop() -> asyncio.AbstractEventLoop:
+    """A fresh event loop on the virtual clock (starting at 0), for ``asyncio.Runner``."""
     return looptime.new_event_loop(start=0.0, idle_step=_SYNC_STEP_S)
 
 
@@ -96,7 +97,7 @@ def replay_virtual_to_file(
 ) -> ReplayResult:
     """Replay in virtual time and write the result atomically to ``output``."""
     started = time.monotonic()
-    with asyncio.Runner(loop_factory=_virtual_loop) as runner:
+    with asyncio.Runner(loop_factory=virtual_loop) as runner:
         result = runner.run(
             replay_virtual(
                 trace, trace_info(trace, trace_path), options, config, latencies, out=out

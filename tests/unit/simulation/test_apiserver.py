@@ -1,13 +1,15 @@
 """The in-process API server does what the local cluster does for a replay's workload.
 
-Every test runs on looptime's virtual clock (``@pytest.mark.looptime``): the latencies are
-charged in virtual seconds, so the tests can say exactly when each change is seen.
+Every test runs on the replay's virtual clock (``simulation.run.virtual_loop``): the latencies
+are charged in virtual seconds, so the tests can say exactly when each change is seen.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from typing import Any
 
@@ -16,8 +18,21 @@ import pytest
 from opsche_daemon.simulation.apiserver import ApiError, VirtualApiServer
 from opsche_daemon.simulation.cluster import node_object
 from opsche_daemon.simulation.latency import Latencies
+from opsche_daemon.simulation.run import virtual_loop
 
-pytestmark = pytest.mark.looptime
+Test = Callable[[], Coroutine[Any, Any, None]]
+
+
+def virtual(test: Test) -> Callable[[], None]:
+    """Run the async test on a fresh virtual-time loop (not pytest-asyncio's real one)."""
+
+    @functools.wraps(test)
+    def run() -> None:
+        with asyncio.Runner(loop_factory=virtual_loop) as runner:
+            runner.run(test())
+
+    return run
+
 
 LAT = Latencies(
     write_service_s=0.0, watch_s=0.01, create_pods_s=0.1, bind_s=0.05, write_s=0.02,
@@ -68,6 +83,7 @@ def pod_of(api: VirtualApiServer, prefix: str) -> dict[str, Any]:
     return next(p for (ns, name), p in api.pods.items() if name.startswith(prefix))
 
 
+@virtual
 async def test_a_replicaset_creates_its_pods_with_the_admitted_priority_later() -> None:
     api, seen = cluster()
     start = api.now()
@@ -84,6 +100,7 @@ async def test_a_replicaset_creates_its_pods_with_the_admitted_priority_later() 
         assert pod["status"]["phase"] == "Pending"
 
 
+@virtual
 async def test_a_pod_whose_priority_class_is_missing_is_not_admitted() -> None:
     api, seen = cluster()
     await api.create_replicaset("ns", replicaset("web", 1, klass="nope"))
@@ -91,6 +108,7 @@ async def test_a_pod_whose_priority_class_is_missing_is_not_admitted() -> None:
     assert seen.pods() == []
 
 
+@virtual
 async def test_a_bound_pod_runs_after_running_s_and_cannot_be_bound_twice() -> None:
     api, seen = cluster()
     await api.create_replicaset("ns", replicaset("web", 1))
@@ -114,6 +132,7 @@ async def test_a_bound_pod_runs_after_running_s_and_cannot_be_bound_twice() -> N
     assert running_at == pytest.approx(bound_at + LAT.running_s + LAT.watch_s)
 
 
+@virtual
 async def test_an_evicted_pod_is_marked_replaced_while_terminating_then_removed() -> None:
     api, seen = cluster()
     await api.create_replicaset("ns", replicaset("web", 1))
@@ -142,6 +161,7 @@ async def test_an_evicted_pod_is_marked_replaced_while_terminating_then_removed(
     assert replacement[0] < removed[0]
 
 
+@virtual
 async def test_a_budget_refuses_an_eviction_and_leaves_the_pod_alone() -> None:
     api, seen = cluster()
     await api.create_replicaset("ns", replicaset("web", 1))
@@ -161,6 +181,7 @@ async def test_a_budget_refuses_an_eviction_and_leaves_the_pod_alone() -> None:
     assert budgets[-1]["status"]["disruptionsAllowed"] == 0
 
 
+@virtual
 async def test_a_deleted_replicaset_takes_its_pods_with_it_and_unbound_ones_go_at_once() -> None:
     api, seen = cluster()
     await api.create_replicaset("ns", replicaset("web", 2))
@@ -181,6 +202,7 @@ async def test_a_deleted_replicaset_takes_its_pods_with_it_and_unbound_ones_go_a
         await api.delete_replicaset("ns", "web")
 
 
+@virtual
 async def test_a_watcher_sees_every_change_in_commit_order() -> None:
     api, seen = cluster()
     await api.create_replicaset("ns", replicaset("web", 1))
@@ -198,6 +220,7 @@ async def test_a_watcher_sees_every_change_in_commit_order() -> None:
     assert times == sorted(times)
 
 
+@virtual
 async def test_writes_are_committed_one_at_a_time_so_a_burst_queues() -> None:
     service = 0.01
     api = VirtualApiServer(replace(LAT, write_service_s=service), seed=1)
