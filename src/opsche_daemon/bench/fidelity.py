@@ -85,7 +85,7 @@ def format_fidelity(comparisons: Sequence[Comparison]) -> str:
         "trace",
         "scheduler",
         "usage % real / virtual (Δ pp)",
-        "pending mean (mean |Δ| per s)",
+        "pending mean (mean abs Δ per s)",
         "latency p50 ms",
         "latency p95 ms",
         "latency mean ms",
