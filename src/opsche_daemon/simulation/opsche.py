@@ -109,6 +109,14 @@ class VirtualOpsche:
         """The replay's scheduler counters, read from the registry a scrape would read."""
         return parse_counters(generate_latest(self.metrics.registry).decode())
 
+    def solve_seconds(self) -> float:
+        """Wall seconds spent solving, model building included (the solve histogram's sum)."""
+        total = 0.0
+        for family in self.metrics.registry.collect():
+            if family.name == "opsche_solve_duration_seconds":
+                total += sum(s.value for s in family.samples if s.name.endswith("_sum"))
+        return total
+
     async def stop(self) -> None:
         """The daemon's shutdown: no new run, the queue closed, tasks stopped, binds drained."""
         if self.composed is None:

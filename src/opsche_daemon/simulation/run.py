@@ -78,6 +78,7 @@ async def replay_virtual(
     result.environment["backend"] = "virtual"
     result.environment["latencies"] = dataclasses.asdict(api.latencies)
     result.environment["bindings"] = api.bindings
+    result.environment["solve_s"] = round(opsche.solve_seconds(), 3)
     return result
 
 
@@ -104,6 +105,10 @@ def replay_virtual_to_file(
             )
         )
     result.environment["real_s"] = round(time.monotonic() - started, 3)
+    # What the replay's real time went to: solving (charged in virtual time too), the rest.
+    result.environment["solve_share"] = round(
+        result.environment["solve_s"] / max(result.environment["real_s"], 1e-9), 3
+    )
     result.environment.setdefault("cpus", os.cpu_count())
     result.environment.setdefault("python", sys.version.split()[0])
     result.environment.setdefault("machine", platform.machine())

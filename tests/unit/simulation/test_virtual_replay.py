@@ -55,8 +55,10 @@ def test_a_virtual_replay_is_complete_and_consistent(tmp_path: Path, trigger: Tr
     assert summary.effective_usage > 0.5
     if trigger is Trigger.PERIODIC:
         assert summary.solver_runs is not None and summary.solver_runs > 0
+        assert 0 < result.environment["solve_s"] < result.environment["real_s"]
     else:
         assert summary.solver_runs == 0 and summary.plan_activations == 0
+        assert result.environment["solve_s"] == 0
         assert summary.disruptions_by_cause["evicted"] == 0  # no plan evicts without plans
 
 
