@@ -113,6 +113,11 @@ class Metrics:
         self.plan_pods_evicted = Counter(
             "opsche_plan_pods_evicted_total", "Running pods evicted by plans.", registry=r
         )
+        self.plan_pods_placed = Counter(
+            "opsche_plan_pods_placed_total",
+            "Pending pods that plans placed (planned pods bound when the plan's run ended).",
+            registry=r,
+        )
         self.plan_pods_held = Gauge(
             "opsche_plan_pods_held", "Pods held back by the plan being enforced.", registry=r
         )

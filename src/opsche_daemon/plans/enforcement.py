@@ -74,7 +74,12 @@ class PlanEnforcer:
             return RunOutcome.EVICTION_REFUSED
         self._activate(p.key for p in plan.placements)
         self.scheduler.resume()
-        return await self._await_convergence(active, disturbed)
+        outcome = await self._await_convergence(active, disturbed)
+        # Placed: the plan's pending pods no longer pending (a replica that stands in for a
+        # planned one of its workload counts, as convergence counts it).
+        still = sum(1 for p in self.scheduler.plan_snapshot().pending if active.is_planned(p))
+        self.scheduler.metrics.plan_pods_placed.inc(max(0, len(plan.placements) - still))
+        return outcome
 
     # ------------------------------------------------------------------ 1. install
     def _install(self, plan: Plan, fresh: Snapshot, trigger: str) -> ActivePlan:

@@ -47,6 +47,7 @@ COUNTERS = {
     "plan_activations": "opsche_plan_activations",
     "plan_pods_moved": "opsche_plan_pods_moved",
     "plan_pods_evicted": "opsche_plan_pods_evicted",
+    "plan_pods_placed": "opsche_plan_pods_placed",
     "preemption_attempts": "opsche_preemption_attempts",
 }
 _POLL_S = 0.25
@@ -304,6 +305,7 @@ async def drive(
             solver_runs=None if deltas is None else deltas["solver_runs"],
             plan_activations=None if deltas is None else deltas["plan_activations"],
             time_scale=options.time_scale,
+            plan_pods_placed=None if deltas is None else deltas["plan_pods_placed"],
         )
         environment: dict[str, Any] = {
             **initial,

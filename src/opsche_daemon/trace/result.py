@@ -128,6 +128,9 @@ class Summary:
     pending_at_end: int
     solver_runs: int | None = None
     plan_activations: int | None = None
+    # Pending pods that plans placed (opsche_plan_pods_placed_total), so disruptions per placed
+    # pod can be read off a run; null for kube-scheduler and for results made before it existed.
+    plan_pods_placed: int | None = None
 
 
 @dataclass(frozen=True)

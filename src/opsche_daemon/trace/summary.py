@@ -75,6 +75,7 @@ def summarise(
     solver_runs: int | None,
     plan_activations: int | None,
     time_scale: float = 1.0,
+    plan_pods_placed: int | None = None,
 ) -> Summary:
     """The summary of one replay (see the module docstring for what each number means).
 
@@ -115,6 +116,7 @@ def summarise(
         pending_at_end=samples[-1].pending if samples else 0,
         solver_runs=solver_runs,
         plan_activations=plan_activations,
+        plan_pods_placed=plan_pods_placed,
     )
 
 
@@ -193,6 +195,7 @@ def _summary_problems(trace: Trace, result: ReplayResult) -> list[str]:
             solver_runs=stored.solver_runs,
             plan_activations=stored.plan_activations,
             time_scale=result.time_scale,
+            plan_pods_placed=stored.plan_pods_placed,
         )
     )
     written = asdict(stored)
