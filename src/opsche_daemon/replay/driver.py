@@ -287,6 +287,7 @@ async def drive(
         initial = await run.place_initial()
         before = await counters()
         t0 = run.clock()
+        t0_unix = time.time()  # lines up the records with the scheduler's logs
         samples: list[Sample] = []
         out(
             f"  replaying {sum(1 for w in trace.workloads if not w.initial)} arriving workloads "
@@ -311,6 +312,7 @@ async def drive(
             **initial,
             "namespace": cluster.namespace,
             "max_lag_s": round(run.max_lag_s, 3),
+            "t0_unix": round(t0_unix, 6),
             "write_errors": cluster.write_errors,
             "foreign_pods": run.tracker.foreign,
         }

@@ -80,6 +80,7 @@ class EventHandlers:
                 self.metrics.queue_incoming_pods.labels(
                     self.queue.where(pod.key) or "active", "PodAdd"
                 ).inc()
+                log.debug("pod queued", pod=pod.key)  # with "pod assumed": where latency goes
         elif pod.key in self.queue:
             self.queue.delete(pod.key)
         self.metrics.set_pending_pods(self.queue.counts())
