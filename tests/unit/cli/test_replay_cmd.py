@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from opsche_daemon.cli import replay_cmd
 from opsche_daemon.cli.main import main
+from opsche_daemon.daemon import logs
 
 
 @pytest.mark.parametrize(
@@ -57,3 +59,47 @@ def test_trace_replay_refuses_an_output_in_a_missing_directory(
     trace = Path(__file__).parents[3] / "traces" / "samples" / "n4-p1-iat8-15min-seed1.json"
     assert main(["trace", "replay", str(trace), "-o", str(tmp_path / "no" / "r.json")]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+SAMPLE = Path(__file__).parents[3] / "traces" / "samples" / "n4-p1-iat8-15min-seed1.json"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--trigger", "periodic"], "--trigger: opsche's settings apply with --backend virtual"),
+        (["--no-preemption"], "--no-preemption: opsche's settings apply with --backend virtual"),
+        (["--backend", "virtual", "--time-scale", "2"], "a virtual replay needs none"),
+        (["--backend", "virtual", "--metrics-url", "http://x"], "are for --backend cluster"),
+    ],
+)
+def test_trace_replay_keeps_each_backends_flags_to_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    code = main(["trace", "replay", str(SAMPLE), "-o", str(tmp_path / "r.json"), *argv])
+    assert code == 1
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_a_virtual_replay_writes_a_result_from_one_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The command sets process-wide signal handlers and logging; keep them out of the session.
+    monkeypatch.setattr(replay_cmd, "_interruptible", lambda: None)
+    monkeypatch.setattr(logs, "configure_logging", lambda _level: None)
+    out = tmp_path / "r.json"
+    argv = ["trace", "replay", str(SAMPLE), "--backend", "virtual", "--trigger", "none"]
+    assert main([*argv, "--duration", "60", "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("none: usage ")
+    assert "virtual s in" in captured.err
+    assert json.loads(out.read_text())["environment"]["backend"] == "virtual"
+
+
+def test_bench_replay_refuses_jobs_on_the_cluster_backend(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["bench", "replay", str(SAMPLE), "--out", str(tmp_path / "o"), "--jobs", "2"])
+    assert code == 1
+    assert "with --backend virtual only" in capsys.readouterr().err
