@@ -16,6 +16,9 @@ from kubernetes_asyncio import client, config
 from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
 from opsche_daemon.localcluster.components import Layout
 from opsche_daemon.localcluster.versions import load_versions
+from opsche_daemon.trace.config import TraceConfig
+from opsche_daemon.trace.generate import generate_trace
+from opsche_daemon.trace.model import Trace
 from tests.integration.waiting import wait_for
 
 NODES = 4
@@ -74,3 +77,17 @@ async def namespace(api: client.ApiClient, request: pytest.FixtureRequest) -> As
 def kubeconfig(local_cluster: Layout) -> Path:
     """Path of the session cluster's admin kubeconfig."""
     return local_cluster.kubeconfig
+
+
+def small_trace(seed: int) -> Trace:
+    """A generated trace that fits the session's cluster: 3 minutes, 2 priorities, 3 s arrivals."""
+    config = TraceConfig(
+        nodes=NODES,
+        node_cpu=NODE_CPU,
+        node_memory=NODE_MEMORY,
+        hours=0.05,
+        interarrival_mean_s=3.0,
+        priority_levels=2,
+        seed=seed,
+    )
+    return generate_trace(config)

@@ -24,12 +24,10 @@ from opsche_daemon.localcluster.daemon_process import running_opsche
 from opsche_daemon.replay.replayer import ReplayOptions, replay
 from opsche_daemon.replay.run import trace_info
 from opsche_daemon.simulation.run import replay_virtual, virtual_loop
-from opsche_daemon.trace.config import TraceConfig
-from opsche_daemon.trace.generate import generate_trace
 from opsche_daemon.trace.model import Trace, write_trace
 from opsche_daemon.trace.result import ReplayResult, SchedulerRun
 from opsche_daemon.trace.summary import check_consistency
-from tests.integration.conftest import NODE_CPU, NODE_MEMORY, NODES
+from tests.integration.conftest import small_trace
 
 DURATION_S = 120.0
 USAGE_TOLERANCE_PP = 2.0
@@ -37,16 +35,7 @@ PENDING_TOLERANCE = 1.0
 
 
 def _trace() -> Trace:
-    config = TraceConfig(
-        nodes=NODES,
-        node_cpu=NODE_CPU,
-        node_memory=NODE_MEMORY,
-        hours=0.05,
-        interarrival_mean_s=3.0,
-        priority_levels=2,
-        seed=11,
-    )
-    return generate_trace(config)
+    return small_trace(seed=11)
 
 
 def _virtual(trace: Trace, info: dict[str, object], options: ReplayOptions) -> ReplayResult:

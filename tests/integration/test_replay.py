@@ -21,28 +21,17 @@ from opsche_daemon.localcluster.components import Layout
 from opsche_daemon.localcluster.daemon_process import running_opsche
 from opsche_daemon.replay.replayer import PRIORITY_CLASS_PREFIX, ReplayOptions, replay
 from opsche_daemon.replay.run import trace_info
-from opsche_daemon.trace.config import TraceConfig
-from opsche_daemon.trace.generate import generate_trace
 from opsche_daemon.trace.model import Trace, write_trace
 from opsche_daemon.trace.result import DeletionCause, ReplayResult, SchedulerRun
 from opsche_daemon.trace.summary import check_consistency
-from tests.integration.conftest import NODE_CPU, NODE_MEMORY, NODES
+from tests.integration.conftest import NODES, small_trace
 
 TIME_SCALE = 3.0
 DURATION_S = 50.0  # real seconds: 150 s of the trace's clock
 
 
 def _trace() -> Trace:
-    config = TraceConfig(
-        nodes=NODES,
-        node_cpu=NODE_CPU,
-        node_memory=NODE_MEMORY,
-        hours=0.05,
-        interarrival_mean_s=3.0,
-        priority_levels=2,
-        seed=7,
-    )
-    return generate_trace(config)
+    return small_trace(seed=7)
 
 
 async def _leftovers(api: client.ApiClient) -> tuple[list[str], list[str]]:

@@ -360,7 +360,7 @@ class LocalCluster:
         for name in sorted(wanted):
             node = existing.get(name)
             if node is None:
-                api.request("POST", "/api/v1/nodes", _node_object(name, resources))
+                api.request("POST", "/api/v1/nodes", node_object(name, resources))
             elif not _same_resources(node.get("status", {}).get("allocatable", {}), resources):
                 api.request_merge_patch(
                     f"/api/v1/nodes/{name}/status",
@@ -440,7 +440,8 @@ class LocalCluster:
         return stopped
 
 
-def _node_object(name: str, resources: dict[str, str]) -> dict[str, Any]:
+def node_object(name: str, resources: dict[str, str]) -> dict[str, Any]:
+    """A KWOK node as ``up`` registers it (the virtual-time replay registers the same)."""
     return {
         "apiVersion": "v1",
         "kind": "Node",

@@ -43,7 +43,7 @@ from typing import Any
 from opsche_daemon.model.selectors import LabelSelector
 from opsche_daemon.simulation.latency import Latencies
 
-__all__ = ["ApiError", "VirtualApiServer"]
+__all__ = ["ApiError", "Listener", "Obj", "VirtualApiServer"]
 
 Obj = dict[str, Any]
 Listener = Callable[[str, str, Obj], None]  # (kind, event type, object)

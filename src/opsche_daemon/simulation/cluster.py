@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from opsche_daemon.localcluster.cluster import node_object as local_node_object
 from opsche_daemon.replay.driver import Observe
 from opsche_daemon.replay.replayer import namespace_name, priority_class_name, priority_value
 from opsche_daemon.simulation.apiserver import ApiError, Obj, VirtualApiServer
@@ -21,27 +22,11 @@ __all__ = ["VirtualReplayCluster", "node_object"]
 
 
 def node_object(name: str, cpu_millis: int, memory_mib: int) -> Obj:
-    """A Ready KWOK node as ``opsche cluster up`` registers it."""
+    """The node ``opsche cluster up`` registers, Ready as KWOK reports it."""
     resources = {"cpu": f"{cpu_millis}m", "memory": f"{memory_mib}Mi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "type": "kwok",
-            },
-        },
-        "spec": {"providerID": f"kwok://{name}"},
-        "status": {
-            "capacity": dict(resources),
-            "allocatable": dict(resources),
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    node = local_node_object(name, resources)
+    node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    return node
 
 
 class VirtualReplayCluster:

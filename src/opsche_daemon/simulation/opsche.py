@@ -25,13 +25,13 @@ from opsche_daemon.model.node import Node
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.plans import has_background_task, run_trigger
 from opsche_daemon.replay.driver import parse_counters
-from opsche_daemon.simulation.apiserver import Obj, VirtualApiServer
+from opsche_daemon.simulation.apiserver import Listener, Obj, VirtualApiServer
 from opsche_daemon.simulation.writer import VirtualWriter
 
 __all__ = ["VirtualOpsche", "intake"]
 
 
-def intake(sink: IntakeSink) -> Any:
+def intake(sink: IntakeSink) -> Listener:
     """A ``VirtualApiServer`` listener that feeds ``sink`` as ``kube.intake``'s handlers do."""
 
     def listener(kind: str, type_: str, obj: Obj) -> None:

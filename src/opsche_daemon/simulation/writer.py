@@ -23,11 +23,9 @@ class VirtualWriter:
     """Rate-limited writes of one scheduler into a ``VirtualApiServer``."""
 
     def __init__(self, api: VirtualApiServer, scheduler_name: str, qps: float, burst: int) -> None:
-        clock = asyncio.get_running_loop().time
         self.api = api
         self.scheduler_name = scheduler_name
-        self.limiter = TokenBucket(qps, burst, clock=clock)
-        self.event_limiter = TokenBucket(qps, burst, clock=clock)
+        self.limiter = TokenBucket(qps, burst, clock=asyncio.get_running_loop().time)
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         """The Binding; raises ``ApiError`` (404/409) as the API server refuses it."""

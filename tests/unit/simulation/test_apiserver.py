@@ -83,6 +83,16 @@ def pod_of(api: VirtualApiServer, prefix: str) -> dict[str, Any]:
     return next(p for (ns, name), p in api.pods.items() if name.startswith(prefix))
 
 
+async def running_pod(api: VirtualApiServer) -> dict[str, Any]:
+    """One replica of a fresh ReplicaSet, bound to n1 and Running."""
+    await api.create_replicaset("ns", replicaset("web", 1))
+    await asyncio.sleep(1)
+    pod = pod_of(api, "web-")
+    await api.bind("ns", pod["metadata"]["name"], pod["metadata"]["uid"], "n1")
+    await asyncio.sleep(1)
+    return pod
+
+
 @virtual
 async def test_a_replicaset_creates_its_pods_with_the_admitted_priority_later() -> None:
     api, seen = cluster()
@@ -135,11 +145,7 @@ async def test_a_bound_pod_runs_after_running_s_and_cannot_be_bound_twice() -> N
 @virtual
 async def test_an_evicted_pod_is_marked_replaced_while_terminating_then_removed() -> None:
     api, seen = cluster()
-    await api.create_replicaset("ns", replicaset("web", 1))
-    await asyncio.sleep(1)
-    pod = pod_of(api, "web-")
-    await api.bind("ns", pod["metadata"]["name"], pod["metadata"]["uid"], "n1")
-    await asyncio.sleep(1)
+    pod = await running_pod(api)
     evicted_at = api.now()
     await api.evict("ns", pod["metadata"]["name"], pod["metadata"]["uid"])
     await asyncio.sleep(2)
@@ -164,11 +170,7 @@ async def test_an_evicted_pod_is_marked_replaced_while_terminating_then_removed(
 @virtual
 async def test_a_budget_refuses_an_eviction_and_leaves_the_pod_alone() -> None:
     api, seen = cluster()
-    await api.create_replicaset("ns", replicaset("web", 1))
-    await asyncio.sleep(1)
-    pod = pod_of(api, "web-")
-    await api.bind("ns", pod["metadata"]["name"], pod["metadata"]["uid"], "n1")
-    await asyncio.sleep(1)
+    pod = await running_pod(api)
     api.add_budget("ns", "keep", {"matchLabels": {"app": "web"}}, min_available=1)
     with pytest.raises(ApiError) as refused:
         await api.evict("ns", pod["metadata"]["name"], pod["metadata"]["uid"])
