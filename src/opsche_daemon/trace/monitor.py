@@ -114,10 +114,13 @@ class PodTracker:
         status = obj.get("status") or {}
         pod.phase = str(status.get("phase") or "Pending")
         pod.node = (obj.get("spec") or {}).get("nodeName") or pod.node
-        if pod.phase == "Running" and pod.running is None:
-            pod.running = now
         if pod.deleted is None and (meta.get("deletionTimestamp") or event_type == "DELETED"):
             pod.deleted = now
+        # A pod whose deletion began before it ran never counts as running: KWOK (like a
+        # kubelet) may still report Running on a terminating pod, and its latency would be a
+        # time after its own deletion.
+        if pod.phase == "Running" and pod.running is None and pod.deleted is None:
+            pod.running = now
         if event_type == "DELETED":
             pod.gone = True
 

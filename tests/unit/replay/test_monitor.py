@@ -68,6 +68,17 @@ def test_terminating_pods_stop_counting_and_records_carry_times() -> None:
     assert record.cause is DeletionCause.DELETED
 
 
+def test_a_pod_reported_running_after_its_deletion_began_never_ran() -> None:
+    tracker = PodTracker(_trace())
+    tracker.observe("ADDED", _pod("a", "wl-00001"), 35.0)
+    tracker.observe("MODIFIED", _pod("a", "wl-00001", node="n1", deleting=True), 36.25)
+    tracker.observe("MODIFIED", _pod("a", "wl-00001", "Running", "n1", deleting=True), 36.5)
+    tracker.observe("DELETED", _pod("a", "wl-00001", "Running", "n1", deleting=True), 37.0)
+    (record,) = tracker.records(t0=0.0)
+    assert (record.created_s, record.running_s, record.deleted_s) == (35.0, None, 36.25)
+    assert record.latency_ms is None
+
+
 @pytest.mark.parametrize(
     ("reason", "cause"),
     [
