@@ -233,10 +233,13 @@ def _cluster_replay(args: argparse.Namespace) -> int:
 def _summary_line(result: Any) -> str:
     s = result.summary
     p50 = "n/a" if s.latency_p50_ms is None else f"{s.latency_p50_ms:.0f}"
+    split = ""
+    if s.binding_p50_ms is not None and s.start_p50_ms is not None:
+        split = f" (to bound {s.binding_p50_ms:.0f}, bound to Running {s.start_p50_ms:.0f})"
     return (
         f"{result.scheduler.label}: usage {s.effective_usage:.1%} (capped demand "
-        f"{s.limit_usage:.1%}, pooled bound {s.pooled_usage:.1%}), latency p50 {p50} ms, "
-        f"disruptions {s.disruptions}, pending at end {s.pending_at_end}"
+        f"{s.limit_usage:.1%}, pooled bound {s.pooled_usage:.1%}), latency p50 {p50} ms"
+        f"{split}, disruptions {s.disruptions}, pending at end {s.pending_at_end}"
     )
 
 

@@ -73,6 +73,7 @@ class _Pod:
     created: float
     running: float | None = None
     deleted: float | None = None
+    bound: float | None = None
     gone: bool = False
     node: str | None = None
     phase: str = "Pending"
@@ -114,6 +115,8 @@ class PodTracker:
         status = obj.get("status") or {}
         pod.phase = str(status.get("phase") or "Pending")
         pod.node = (obj.get("spec") or {}).get("nodeName") or pod.node
+        if pod.node is not None and pod.bound is None:
+            pod.bound = now
         if pod.deleted is None and (meta.get("deletionTimestamp") or event_type == "DELETED"):
             pod.deleted = now
         # A pod whose deletion began before it ran never counts as running: KWOK (like a
@@ -170,6 +173,7 @@ class PodTracker:
                     deleted_s=None if pod.deleted is None else pod.deleted - t0,
                     node=pod.node,
                     cause=cause,
+                    bound_s=None if pod.bound is None else pod.bound - t0,
                 )
             )
         return out

@@ -83,6 +83,9 @@ class PodRecord:
     deleted_s: float | None = None
     node: str | None = None
     cause: DeletionCause | None = None
+    # First seen with a node (the Binding's watch event); null in results made before it was
+    # recorded. It splits the latency into the scheduler's part and the node's part.
+    bound_s: float | None = None
 
     @property
     def latency_ms(self) -> float | None:
@@ -90,6 +93,20 @@ class PodRecord:
         if self.running_s is None:
             return None
         return (self.running_s - self.created_s) * 1000.0
+
+    @property
+    def binding_ms(self) -> float | None:
+        """Creation to first seen bound: the scheduler's share (queue, cycle, Binding call)."""
+        if self.bound_s is None:
+            return None
+        return (self.bound_s - self.created_s) * 1000.0
+
+    @property
+    def start_ms(self) -> float | None:
+        """First seen bound to first Running: the node's share (KWOK here, a kubelet elsewhere)."""
+        if self.bound_s is None or self.running_s is None:
+            return None
+        return (self.running_s - self.bound_s) * 1000.0
 
 
 @dataclass(frozen=True)
@@ -131,6 +148,10 @@ class Summary:
     # Pending pods that plans placed (opsche_plan_pods_placed_total), so disruptions per placed
     # pod can be read off a run; null for kube-scheduler and for results made before it existed.
     plan_pods_placed: int | None = None
+    # The latency's median split at the Binding (creation to bound, bound to Running), over the
+    # arriving pods that ran; null for results made before pods' bound times were recorded.
+    binding_p50_ms: float | None = None
+    start_p50_ms: float | None = None
 
 
 @dataclass(frozen=True)

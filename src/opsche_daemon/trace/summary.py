@@ -10,6 +10,9 @@ follow seed 000's Section 4.1:
 * **latency** (creation to first Running) and **disruptions** (pods taken away while their
   workload still wanted them) count only pods of arriving workloads: the initial ones were
   placed before the clock started, by whichever scheduler, and are excluded from the statistics;
+* the latency's median is also split at the Binding (``binding_p50_ms``: creation to first seen
+  with a node; ``start_p50_ms``: from there to Running), so a slow scheduler and a slow node
+  can be told apart by the same watch for every scheduler;
 * the two ceilings come from the trace alone (``opsche_daemon.trace.bounds``), so a result file
   carries the room left above it.
 
@@ -99,6 +102,8 @@ def summarise(
     levels = _levels(trace, {p.priority for p in arriving})
     overall = _latency([v for values in latencies.values() for v in values])
     ran = sum(1 for p in arriving if p.running_s is not None)
+    binding = [v for p in arriving if p.running_s is not None and (v := p.binding_ms) is not None]
+    start = [v for p in arriving if (v := p.start_ms) is not None]
     return Summary(
         effective_usage=usage,
         limit_usage=limit_usage(trace, window_s),
@@ -117,6 +122,8 @@ def summarise(
         solver_runs=solver_runs,
         plan_activations=plan_activations,
         plan_pods_placed=plan_pods_placed,
+        binding_p50_ms=percentile(binding, 50) if binding else None,
+        start_p50_ms=percentile(start, 50) if start else None,
     )
 
 
@@ -149,6 +156,12 @@ def _pod_problems(trace: Trace, result: ReplayResult) -> list[str]:
             problems.append(
                 f"{where}: deleted_s={pod.deleted_s} but cause={pod.cause}: "
                 "a deleted pod needs a cause and only a deleted pod has one"
+            )
+        running = math.inf if pod.running_s is None else pod.running_s
+        if pod.bound_s is not None and not pod.created_s <= pod.bound_s <= running:
+            problems.append(
+                f"{where}: bound {pod.bound_s} is not between created {pod.created_s} and "
+                f"running {pod.running_s}"
             )
         times = [t for t in (pod.created_s, pod.running_s, pod.deleted_s) if t is not None]
         if times != sorted(times):

@@ -92,7 +92,9 @@ def test_a_virtual_replay_writes_a_result_from_one_command(
     argv = ["trace", "replay", str(SAMPLE), "--backend", "virtual", "--trigger", "none"]
     assert main([*argv, "--duration", "60", "-o", str(out)]) == 0
     captured = capsys.readouterr()
-    assert captured.out.splitlines()[-1].startswith("none: usage ")  # after opsche's own lines
+    last = captured.out.splitlines()[-1]  # after opsche's own lines
+    assert last.startswith("none: usage ")
+    assert "(to bound " in last  # the latency split at the Binding
     assert "virtual s in" in captured.err
     assert json.loads(out.read_text())["environment"]["backend"] == "virtual"
 

@@ -63,6 +63,7 @@ def test_terminating_pods_stop_counting_and_records_carry_times() -> None:
     tracker.observe("DELETED", _pod("a", "wl-00001", "Running", "n1", deleting=True), 12.5)
     (record,) = tracker.records(t0=10.0)
     assert (record.created_s, record.running_s, record.deleted_s) == (0.0, 0.25, 2.0)
+    assert record.bound_s == 0.25  # first seen with a node in the same event as Running
     assert record.latency_ms == pytest.approx(250.0)
     assert record.node == "n1"
     assert record.cause is DeletionCause.DELETED
@@ -76,6 +77,7 @@ def test_a_pod_reported_running_after_its_deletion_began_never_ran() -> None:
     tracker.observe("DELETED", _pod("a", "wl-00001", "Running", "n1", deleting=True), 37.0)
     (record,) = tracker.records(t0=0.0)
     assert (record.created_s, record.running_s, record.deleted_s) == (35.0, None, 36.25)
+    assert record.bound_s == 36.25
     assert record.latency_ms is None
 
 

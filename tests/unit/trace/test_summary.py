@@ -101,6 +101,22 @@ def test_latency_counts_arriving_pods_that_ran() -> None:
     }
 
 
+def test_the_latency_is_split_at_the_binding_when_pods_carry_bound_times() -> None:
+    assert (summary().binding_p50_ms, summary().start_p50_ms) == (None, None)  # older results
+    pods = (
+        dataclasses.replace(PODS[1], bound_s=0.2),  # 200 ms to bind, 300 ms to start
+        dataclasses.replace(PODS[2], bound_s=1.0),  # 1000 ms, 1000 ms
+        dataclasses.replace(PODS[3], bound_s=7.0),  # bound but never ran: not in either median
+        dataclasses.replace(PODS[4], bound_s=1.05),  # 50 ms, 50 ms
+    )
+    s = summarise(TRACE, SAMPLES, (PODS[0], *pods), 3.0, solver_runs=None, plan_activations=None)
+    assert s.binding_p50_ms == pytest.approx(200)
+    assert s.start_p50_ms == pytest.approx(300)
+    assert pods[0].binding_ms == pytest.approx(200)
+    assert pods[0].start_ms == pytest.approx(300)
+    assert pods[2].start_ms is None
+
+
 def test_disruptions_by_priority_and_cause_exclude_initial_pods() -> None:
     s = summary()
     assert s.disruptions == 2
@@ -176,11 +192,15 @@ def test_causes_and_times_must_agree() -> None:
         PodRecord("w1-e", "w1", 1, False, 3.0, None, 4.0, None, None),  # deleted, no cause
         PodRecord("w1-f", "w1", 1, False, 3.0, None, None, None, P),  # a cause, not deleted
         PodRecord("w1-g", "w1", 1, False, 3.0, 2.0, None),  # running before it was created
+        PodRecord("w1-h", "w1", 1, False, 3.0, 3.5, None, "n1", bound_s=3.6),  # bound late
+        PodRecord("w1-i", "w1", 1, False, 3.0, None, None, "n1", bound_s=2.9),  # bound early
     )
     problems = check_consistency(TRACE, result(pods=pods))
     assert any(p.startswith("pod w1-e: deleted_s=4.0 but cause=None") for p in problems)
     assert any(p.startswith("pod w1-f: deleted_s=None") for p in problems)
     assert any(p.startswith("pod w1-g:") and "not in order" in p for p in problems)
+    assert any(p.startswith("pod w1-h: bound 3.6 is not between") for p in problems)
+    assert any(p.startswith("pod w1-i: bound 2.9 is not between") for p in problems)
 
 
 def test_missing_pods_of_a_started_workload_are_found_with_a_grace_at_the_end() -> None:
