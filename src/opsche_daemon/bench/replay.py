@@ -10,6 +10,7 @@ grid resumable (finished runs are skipped) and shardable (``--shard I/N`` takes 
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import time
@@ -40,6 +41,7 @@ __all__ = [
 BASELINE = "kube-scheduler"
 TRIGGERS = ("periodic", "stable-queue", "scheduling-failure", "none")
 _SUFFIXES = ("blocking", "no-preemption")
+_TIMED = re.compile(r"(?P<trigger>periodic|stable-queue)-(?P<seconds>\d+(?:\.\d+)?)s")
 
 
 class GridError(ValueError):
@@ -47,10 +49,13 @@ class GridError(ValueError):
 
 
 def parse_scheduler(label: str) -> SchedulerRun:
-    """``kube-scheduler``, or an opsche trigger with optional ``-blocking``/``-no-preemption``.
+    """``kube-scheduler``, or an opsche trigger with optional -Ns, -blocking, -no-preemption.
 
     ``periodic``, ``stable-queue-blocking``, ``scheduling-failure-no-preemption``, ``none`` (opsche
     with plans off). Non-blocking with default preemption on is the paper's headline setting.
+    ``-Ns`` after ``periodic`` or ``stable-queue`` is the paper's period and window ablation:
+    ``periodic-4s`` solves every 4 s, ``stable-queue-16s`` waits for 16 s of an unchanged queue
+    (recorded in ``settings`` as ``period_s`` or ``stable_window_s``).
     """
     if label == BASELINE:
         return SchedulerRun(label=label, scheduler_name="default-scheduler")
@@ -64,10 +69,17 @@ def parse_scheduler(label: str) -> SchedulerRun:
                 rest = rest[: -len(suffix) - 1]
                 flags.add(suffix)
                 changed = True
+    settings: dict[str, float] = {}
+    timed = _TIMED.fullmatch(rest)
+    if timed is not None:
+        rest, seconds = timed["trigger"], float(timed["seconds"])
+        if seconds <= 0:
+            raise GridError(f"scheduler {label!r}: {timed['seconds']}s must be positive")
+        settings["period_s" if rest == "periodic" else "stable_window_s"] = seconds
     if rest not in TRIGGERS:
         raise GridError(
             f"scheduler {label!r}: expected {BASELINE} or one of {', '.join(TRIGGERS)}, "
-            f"optionally with -blocking and/or -no-preemption"
+            f"optionally with -Ns (periodic, stable-queue), -blocking and/or -no-preemption"
         )
     return SchedulerRun(
         label=label,
@@ -75,6 +87,7 @@ def parse_scheduler(label: str) -> SchedulerRun:
         trigger=rest,
         blocking="blocking" in flags,
         preemption="no-preemption" not in flags,
+        settings=dict(settings),
     )
 
 
@@ -116,6 +129,10 @@ def _opsche_args(scheduler: SchedulerRun, config: Path | None) -> list[str]:
         args.append("--blocking")
     if scheduler.preemption is False:
         args.append("--no-preemption")
+    if "period_s" in scheduler.settings:
+        args += ["--period", f"{scheduler.settings['period_s']:g}"]
+    if "stable_window_s" in scheduler.settings:
+        args += ["--stable-window", f"{scheduler.settings['stable_window_s']:g}"]
     if config is not None:
         args += ["--config", str(config)]
     return args

@@ -22,6 +22,7 @@ from pathlib import Path
 from opsche_daemon.bench.replay import BASELINE, GridRun, check_resumable, result_path
 from opsche_daemon.config import SchedulerConfig, Trigger, load_config
 from opsche_daemon.replay.driver import Printer, ReplayOptions
+from opsche_daemon.simulation.opsche import SolverTime
 from opsche_daemon.trace.model import read_trace
 from opsche_daemon.trace.result import SchedulerRun
 
@@ -61,6 +62,10 @@ def virtual_config(run: SchedulerRun, base: SchedulerConfig) -> SchedulerConfig:
         trigger=Trigger(run.trigger or Trigger.NONE),
         blocking=bool(run.blocking) or config.optimiser.blocking,
     )
+    if "period_s" in run.settings:
+        optimiser = replace(optimiser, period_s=float(run.settings["period_s"]))
+    if "stable_window_s" in run.settings:
+        optimiser = replace(optimiser, stable_window_s=float(run.settings["stable_window_s"]))
     return replace(config, optimiser=optimiser)
 
 
@@ -71,6 +76,7 @@ class _Job:
     output: Path
     options: ReplayOptions
     opsche_config: Path | None
+    solver_time: SolverTime
 
 
 def _run_job(job: _Job) -> tuple[str, float]:
@@ -83,7 +89,13 @@ def _run_job(job: _Job) -> tuple[str, float]:
     config = virtual_config(job.scheduler, load_config(job.opsche_config))
     options = replace(job.options, scheduler=job.scheduler, progress_every_s=1e12)
     result = replay_virtual_to_file(
-        read_trace(job.trace_path), job.trace_path, options, config, job.output, out=lambda _: None
+        read_trace(job.trace_path),
+        job.trace_path,
+        options,
+        config,
+        job.output,
+        out=lambda _: None,
+        solver_time=job.solver_time,
     )
     s = result.summary
     p50 = "n/a" if s.latency_p50_ms is None else f"{s.latency_p50_ms:.0f} ms"
@@ -101,6 +113,7 @@ def run_virtual_grid(
     opsche_config: Path | None = None,
     jobs: int | None = None,
     out: Printer = print,
+    solver_time: SolverTime = "real",
 ) -> tuple[int, int]:
     """Run every run whose result is missing, ``jobs`` at a time; return (ran, skipped)."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -126,6 +139,7 @@ def run_virtual_grid(
                     result_path(out_dir, run.trace_path, run.scheduler.label),
                     options,
                     opsche_config,
+                    solver_time,
                 ),
             ): run
             for run in todo

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from opsche_daemon.cli.errors import UserError
+from opsche_daemon.cli.run_cmd import add_trigger_timing
 
 __all__ = ["add_bench_replay_parser", "add_trace_replay_parser"]
 
@@ -94,7 +95,20 @@ def add_trace_replay_parser(sub: Any) -> None:
     )
     virtual.add_argument("--blocking", action="store_true", help="pause scheduling while solving")
     virtual.add_argument("--no-preemption", action="store_true", help="disable default preemption")
+    add_trigger_timing(virtual)
+    _solver_time(virtual)
     parser.set_defaults(handler=_trace_replay)
+
+
+def _solver_time(parser: Any) -> None:
+    parser.add_argument(
+        "--solver-time",
+        choices=["real", "limit"],
+        default="real",
+        help="what a solve costs in virtual time: real (default), the solver's own wall time "
+        "on this machine; limit, its full time limit (optimiser.solveTimeLimitSeconds) "
+        "whenever it stops, the same on every machine",
+    )
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -128,6 +142,9 @@ def _trace_replay(args: argparse.Namespace) -> int:
             ("--trigger", args.trigger),
             ("--blocking", args.blocking or None),
             ("--no-preemption", args.no_preemption or None),
+            ("--period", args.period),
+            ("--stable-window", args.stable_window),
+            ("--solver-time", None if args.solver_time == "real" else args.solver_time),
         )
         if value is not None
     ]
@@ -166,7 +183,11 @@ def _virtual_replay(args: argparse.Namespace) -> int:
         trigger=str(optimiser.trigger),
         blocking=optimiser.blocking,
         preemption=config.preemption.enabled,
-        settings={"backend": "virtual", "config": str(args.config) if args.config else None},
+        settings={
+            "backend": "virtual",
+            "config": str(args.config) if args.config else None,
+            "solver_time": args.solver_time,
+        },
     )
     options = ReplayOptions(
         scheduler=scheduler,
@@ -180,7 +201,9 @@ def _virtual_replay(args: argparse.Namespace) -> int:
     _interruptible()
     _say(f"replaying {args.trace} ({trace.nodes} nodes) in virtual time under opsche ({label})")
     try:
-        result = replay_virtual_to_file(trace, args.trace, options, config, args.output, out=_say)
+        result = replay_virtual_to_file(
+            trace, args.trace, options, config, args.output, out=_say, solver_time=args.solver_time
+        )
     except (ReplayError, ProfileError) as exc:
         raise UserError(str(exc)) from None
     print(_summary_line(result))
@@ -284,6 +307,7 @@ def add_bench_replay_parser(sub: Any) -> None:
         default=None,
         help="virtual backend: replays at once (default: one per core)",
     )
+    _solver_time(parser)
     _common(parser)
     parser.set_defaults(handler=_bench_replay)
 
@@ -313,6 +337,10 @@ def _bench_replay(args: argparse.Namespace) -> int:
         raise UserError(f"--jobs {args.jobs}: a positive number, with --backend virtual only")
     if args.backend == "virtual":
         return _bench_virtual(args, runs, labels)
+    if args.solver_time != "real":
+        raise UserError(
+            "--solver-time: for --backend virtual only (a cluster's solves take real time)"
+        )
     options = ReplayOptions(
         scheduler=SchedulerRun(label="", scheduler_name=""),  # per run
         time_scale=args.time_scale,
@@ -354,7 +382,7 @@ def _bench_virtual(args: argparse.Namespace, runs: Any, labels: list[str]) -> in
     )
     try:
         ran, skipped = run_virtual_grid(
-            runs, args.out, options, args.opsche_config, args.jobs, _say
+            runs, args.out, options, args.opsche_config, args.jobs, _say, args.solver_time
         )
     except (ReplayError, GridError) as exc:
         raise UserError(str(exc)) from None

@@ -16,7 +16,7 @@ from typing import Any
 from opsche_daemon.cli.errors import UserError
 from opsche_daemon.config import SchedulerConfig, Trigger
 
-__all__ = ["apply_flags", "register"]
+__all__ = ["add_trigger_timing", "apply_flags", "positive_seconds", "register"]
 
 _DEFAULTS = SchedulerConfig()
 
@@ -62,8 +62,41 @@ def register(commands: Any) -> None:
     run.add_argument(
         "--blocking", action="store_true", help="pause scheduling while a plan is computed"
     )
+    add_trigger_timing(run)
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.set_defaults(handler=_run)
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds, e.g. 8") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be positive")
+    return value
+
+
+def add_trigger_timing(parser: Any) -> None:
+    """``--period`` and ``--stable-window``: the paper's trigger ablations, without a file."""
+    parser.add_argument(
+        "--period",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="the periodic trigger's interval (optimiser.periodSeconds; default: the config "
+        f"file's, else {_DEFAULTS.optimiser.period_s:g})",
+    )
+    parser.add_argument(
+        "--stable-window",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="how long the pending pods must stay the same before the stable-queue trigger "
+        f"fires (optimiser.stableWindowSeconds; default: the config file's, else "
+        f"{_DEFAULTS.optimiser.stable_window_s:g})",
+    )
 
 
 def apply_flags(config: SchedulerConfig, args: argparse.Namespace) -> SchedulerConfig:
@@ -77,6 +110,10 @@ def apply_flags(config: SchedulerConfig, args: argparse.Namespace) -> SchedulerC
         optimiser = replace(optimiser, trigger=Trigger(args.trigger))
     if args.blocking:
         optimiser = replace(optimiser, blocking=True)
+    if args.period is not None:
+        optimiser = replace(optimiser, period_s=args.period)
+    if args.stable_window is not None:
+        optimiser = replace(optimiser, stable_window_s=args.stable_window)
     return replace(config, optimiser=optimiser)
 
 

@@ -58,6 +58,9 @@ class OptimizationFlow:
         self.enforcer = PlanEnforcer(scheduler, state, evict, settings, clock)
         # Awaited between the solve and the validation: a failpoint for tests of stale plans.
         self.before_validate = before_validate
+        # Awaited right after each solve with its wall seconds (unless the run was cancelled):
+        # the virtual-time replay charges a solve its full time limit here (--solver-time limit).
+        self.after_solve: Callable[[float], Awaitable[None]] | None = None
         self.in_progress = False
         self.cancellable = True  # whether the stable-queue trigger may cancel the current run
         self.closed = False  # set at shutdown: no run starts any more
@@ -169,6 +172,8 @@ class OptimizationFlow:
             cancel=self.cancel,
         )
         metrics.solve_duration.labels(settings.solver).observe(plan.seconds)
+        if self.after_solve is not None and not self.cancel.is_set():
+            await self.after_solve(plan.seconds)
         if self.cancel.is_set():
             metrics.solver_runs.labels(trigger, SolveResult.CANCELLED).inc()
             return RunOutcome.CANCELLED

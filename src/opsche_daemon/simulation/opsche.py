@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import Any, Literal
 
 from prometheus_client import generate_latest
 
@@ -28,7 +28,7 @@ from opsche_daemon.replay.driver import parse_counters
 from opsche_daemon.simulation.apiserver import Listener, Obj, VirtualApiServer
 from opsche_daemon.simulation.writer import VirtualWriter
 
-__all__ = ["VirtualOpsche", "intake"]
+__all__ = ["SolverTime", "VirtualOpsche", "intake"]
 
 
 def intake(sink: IntakeSink) -> Listener:
@@ -61,11 +61,22 @@ def intake(sink: IntakeSink) -> Listener:
     return listener
 
 
-class VirtualOpsche:
-    """One opsche on one ``VirtualApiServer``."""
+SolverTime = Literal["real", "limit"]
 
-    def __init__(self, config: SchedulerConfig, api: VirtualApiServer) -> None:
+
+class VirtualOpsche:
+    """One opsche on one ``VirtualApiServer``.
+
+    ``solver_time`` says what a solve costs on the virtual clock: ``real``, its wall time here
+    (the clock follows real time while the solver's thread works), or ``limit``, its full time
+    limit however early it stopped: pessimistic, and the same on a fast or a loaded machine.
+    """
+
+    def __init__(
+        self, config: SchedulerConfig, api: VirtualApiServer, solver_time: SolverTime = "real"
+    ) -> None:
         self.config = config
+        self.solver_time = solver_time
         self.api = api
         self.metrics = Metrics()
         self.cache = Cache()
@@ -80,6 +91,8 @@ class VirtualOpsche:
         writer = VirtualWriter(self.api, self.config.scheduler_name, client.qps, client.burst)
         composed = compose(self.config, writer, self.cache, self.metrics, clock=loop.time)
         self.composed = composed
+        if self.solver_time == "limit":
+            composed.flow.after_solve = self._charge_the_limit
         self.failed = loop.create_future()
         self.api.watch(intake(composed.scheduler.events))
         scheduler = composed.scheduler
@@ -89,6 +102,9 @@ class VirtualOpsche:
             self._start("trigger", run_trigger(composed.flow))
         else:
             await run_trigger(composed.flow)  # installs the failure hook, or nothing for none
+
+    async def _charge_the_limit(self, took_s: float) -> None:
+        await asyncio.sleep(max(0.0, self.config.optimiser.solve_time_limit_s - took_s))
 
     def _start(self, name: str, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)

@@ -33,7 +33,7 @@ from opsche_daemon.replay.run import source_commit, trace_info
 from opsche_daemon.simulation.apiserver import VirtualApiServer
 from opsche_daemon.simulation.cluster import VirtualReplayCluster
 from opsche_daemon.simulation.latency import Latencies
-from opsche_daemon.simulation.opsche import VirtualOpsche
+from opsche_daemon.simulation.opsche import SolverTime, VirtualOpsche
 from opsche_daemon.trace.model import Trace, Workload
 from opsche_daemon.trace.result import ReplayResult, write_result
 
@@ -52,6 +52,7 @@ async def replay_virtual(
     *,
     seed: int = 0,
     out: Printer = print,
+    solver_time: SolverTime = "real",
 ) -> ReplayResult:
     """Replay ``trace`` under opsche (``config``) on a fresh in-process cluster."""
     if options.scheduler.scheduler_name != config.scheduler_name:
@@ -60,7 +61,7 @@ async def replay_virtual(
             f"{config.scheduler_name!r}; in virtual time opsche schedules every run"
         )
     api = VirtualApiServer(latencies, seed=seed)
-    opsche = VirtualOpsche(config, api)
+    opsche = VirtualOpsche(config, api, solver_time)
     cluster = VirtualReplayCluster(api, trace, options.scheduler.label)
     await opsche.start()
     cluster.scheduler_failed = opsche.failed
@@ -79,6 +80,7 @@ async def replay_virtual(
     result.environment["latencies"] = dataclasses.asdict(api.latencies)
     result.environment["bindings"] = api.bindings
     result.environment["solve_s"] = round(opsche.solve_seconds(), 3)
+    result.environment["solver_time"] = solver_time
     return result
 
 
@@ -95,13 +97,20 @@ def replay_virtual_to_file(
     output: Path,
     latencies: Latencies | None = None,
     out: Printer = print,
+    solver_time: SolverTime = "real",
 ) -> ReplayResult:
     """Replay in virtual time and write the result atomically to ``output``."""
     started = time.monotonic()
     with asyncio.Runner(loop_factory=virtual_loop) as runner:
         result = runner.run(
             replay_virtual(
-                trace, trace_info(trace, trace_path), options, config, latencies, out=out
+                trace,
+                trace_info(trace, trace_path),
+                options,
+                config,
+                latencies,
+                out=out,
+                solver_time=solver_time,
             )
         )
     result.environment["real_s"] = round(time.monotonic() - started, 3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -71,6 +72,8 @@ SAMPLE = Path(__file__).parents[3] / "traces" / "samples" / "n4-p1-iat8-15min-se
         (["--no-preemption"], "--no-preemption: opsche's settings apply with --backend virtual"),
         (["--backend", "virtual", "--time-scale", "2"], "a virtual replay needs none"),
         (["--backend", "virtual", "--metrics-url", "http://x"], "are for --backend cluster"),
+        (["--period", "4"], "--period: opsche's settings apply with --backend virtual"),
+        (["--solver-time", "limit"], "--solver-time: opsche's settings apply"),
     ],
 )
 def test_trace_replay_keeps_each_backends_flags_to_it(
@@ -90,13 +93,14 @@ def test_a_virtual_replay_writes_a_result_from_one_command(
     monkeypatch.setattr(logs, "configure_logging", lambda _level: None)
     out = tmp_path / "r.json"
     argv = ["trace", "replay", str(SAMPLE), "--backend", "virtual", "--trigger", "none"]
-    assert main([*argv, "--duration", "60", "-o", str(out)]) == 0
+    assert main([*argv, "--duration", "60", "--solver-time", "limit", "-o", str(out)]) == 0
     captured = capsys.readouterr()
     last = captured.out.splitlines()[-1]  # after opsche's own lines
     assert last.startswith("none: usage ")
     assert "(to bound " in last  # the latency split at the Binding
     assert "virtual s in" in captured.err
-    assert json.loads(out.read_text())["environment"]["backend"] == "virtual"
+    environment = json.loads(out.read_text())["environment"]
+    assert (environment["backend"], environment["solver_time"]) == ("virtual", "limit")
 
 
 def test_bench_replay_refuses_jobs_on_the_cluster_backend(
@@ -105,3 +109,33 @@ def test_bench_replay_refuses_jobs_on_the_cluster_backend(
     code = main(["bench", "replay", str(SAMPLE), "--out", str(tmp_path / "o"), "--jobs", "2"])
     assert code == 1
     assert "with --backend virtual only" in capsys.readouterr().err
+
+
+def test_bench_replay_refuses_solver_time_on_the_cluster_backend(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["bench", "replay", str(SAMPLE), "--out", str(tmp_path / "o")]
+    assert main([*argv, "--solver-time", "limit"]) == 1
+    assert "--solver-time: for --backend virtual only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["0", "-4", "soon", "inf"])
+def test_trigger_timing_flags_take_positive_seconds(
+    capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--period", value])
+    assert exited.value.code == 2
+    assert "--period" in capsys.readouterr().err
+
+
+def test_period_and_window_flags_override_the_config_file() -> None:
+    from opsche_daemon.cli.run_cmd import apply_flags
+    from opsche_daemon.config import SchedulerConfig
+
+    flags = {"scheduler_name": None, "no_preemption": False, "trigger": None, "blocking": False}
+    both = argparse.Namespace(**flags, period=4.0, stable_window=16.0)
+    optimiser = apply_flags(SchedulerConfig(), both).optimiser
+    assert (optimiser.period_s, optimiser.stable_window_s) == (4.0, 16.0)
+    neither = argparse.Namespace(**flags, period=None, stable_window=None)
+    assert apply_flags(SchedulerConfig(), neither) == SchedulerConfig()

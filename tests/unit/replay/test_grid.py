@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from opsche_daemon.bench.replay import GridError, parse_scheduler, plan_grid, result_path
+from opsche_daemon.bench.replay import (
+    GridError,
+    _opsche_args,
+    parse_scheduler,
+    plan_grid,
+    result_path,
+)
 from opsche_daemon.replay.replayer import (
     node_problems,
     parse_counters,
@@ -33,6 +39,25 @@ def test_scheduler_labels_parse_into_opsche_flags() -> None:
     assert parse_scheduler("periodic").preemption is True
     with pytest.raises(GridError, match="periodical"):
         parse_scheduler("periodical")
+
+
+def test_periods_and_windows_of_the_ablations_are_part_of_the_label() -> None:
+    run = parse_scheduler("periodic-4s")
+    assert (run.trigger, run.settings) == ("periodic", {"period_s": 4.0})
+    assert _opsche_args(run, None)[-2:] == ["--period", "4"]
+    run = parse_scheduler("stable-queue-16s-blocking")
+    assert (run.trigger, run.blocking, run.settings) == (
+        "stable-queue",
+        True,
+        {"stable_window_s": 16.0},
+    )
+    assert _opsche_args(run, None)[-2:] == ["--stable-window", "16"]
+    assert parse_scheduler("periodic-2.5s").settings == {"period_s": 2.5}
+    assert "--period" not in _opsche_args(parse_scheduler("periodic"), None)
+    with pytest.raises(GridError, match="scheduling-failure-4s"):
+        parse_scheduler("scheduling-failure-4s")  # it has no period or window
+    with pytest.raises(GridError, match="must be positive"):
+        parse_scheduler("periodic-0s")
 
 
 def test_shards_partition_the_grid() -> None:

@@ -40,6 +40,16 @@ def test_a_virtual_run_takes_its_labels_flags_over_the_config_file() -> None:
     assert config.scheduler_name == "opsche"
 
 
+def test_a_virtual_run_takes_its_labels_period_or_window() -> None:
+    config = virtual_config(virtual_scheduler(parse_scheduler("periodic-16s")), SchedulerConfig())
+    assert (config.optimiser.trigger, config.optimiser.period_s) == (Trigger.PERIODIC, 16.0)
+    config = virtual_config(
+        virtual_scheduler(parse_scheduler("stable-queue-4s")), SchedulerConfig()
+    )
+    assert config.optimiser.stable_window_s == 4.0
+    assert config.optimiser.period_s == SchedulerConfig().optimiser.period_s
+
+
 def test_a_small_grid_runs_in_parallel_and_resumes(tmp_path: Path) -> None:
     traces = [TRACES / "n4-p1-iat8-15min-seed1.json"]
     runs = plan_grid(traces, ["kube-scheduler", "scheduling-failure"])

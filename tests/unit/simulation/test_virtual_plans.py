@@ -16,7 +16,7 @@ from typing import Any
 from opsche_daemon.config import SchedulerConfig, Trigger
 from opsche_daemon.simulation.apiserver import VirtualApiServer
 from opsche_daemon.simulation.cluster import node_object
-from opsche_daemon.simulation.opsche import VirtualOpsche
+from opsche_daemon.simulation.opsche import SolverTime, VirtualOpsche
 from opsche_daemon.simulation.run import virtual_loop
 
 
@@ -63,16 +63,19 @@ async def until(api: VirtualApiServer, ok: Callable[[], bool], within: float) ->
     return True
 
 
-async def _figure_1() -> tuple[dict[str, float], list[str], list[str], float]:
+async def _figure_1(
+    solver_time: SolverTime = "real", limit_s: float | None = None
+) -> tuple[dict[str, float], list[str], list[str], float]:
     api = VirtualApiServer(seed=3)
     for name in ("n1", "n2"):
         api.add_node(node_object(name, 4000, 16384))
     api.add_namespace("ns")
     config = SchedulerConfig()
-    config = replace(
-        config, optimiser=replace(config.optimiser, trigger=Trigger.SCHEDULING_FAILURE)
-    )
-    opsche = VirtualOpsche(config, api)
+    optimiser = replace(config.optimiser, trigger=Trigger.SCHEDULING_FAILURE)
+    if limit_s is not None:
+        optimiser = replace(optimiser, solve_time_limit_s=limit_s)
+    config = replace(config, optimiser=optimiser)
+    opsche = VirtualOpsche(config, api, solver_time)
     await opsche.start()
     try:
         await api.create_replicaset("ns", replicaset("web", 2, "2000m"))
@@ -102,3 +105,13 @@ def test_a_plan_moves_one_replica_and_places_the_pod_that_fit_nowhere() -> None:
     assert counters["plan_pods_evicted"] == 0
     assert counters["plan_pods_placed"] == 1
     assert took < 10  # a failure, one solve, one eviction and a recreated replica: seconds
+
+
+def test_with_solver_time_limit_a_solve_costs_its_whole_time_limit_in_virtual_time() -> None:
+    with asyncio.Runner(loop_factory=virtual_loop) as runner:
+        counters, big, _, took = runner.run(_figure_1("limit", limit_s=25.0))
+    assert len(big) == 1  # the same plan, placed
+    assert counters["plan_pods_placed"] == 1
+    # The solve proved its plan optimal in well under a second of real time, but was charged
+    # all 25 s before the plan was validated and enforced.
+    assert 25 <= took < 35
