@@ -199,8 +199,9 @@ def check_resumable(
     options: ReplayOptions,
     traces: dict[Path, Trace],
     backend: str = "cluster",
+    solver_time: str | None = None,
 ) -> None:
-    """Refuse to resume into results made with another time scale, duration or backend.
+    """Refuse to resume into results made with another time scale, duration, backend or solver time.
 
     A result is skipped on resume because its file exists; a quick look at ``--time-scale 10``
     (or a virtual-time run) in the same directory would otherwise stand in for the real run, and
@@ -217,6 +218,12 @@ def check_resumable(
         made_by = str(done.environment.get("backend") or "cluster")
         if made_by != backend:
             raise GridError(f"{path} is a {made_by} run; this grid is {backend}: use another --out")
+        charged = str(done.environment.get("solver_time") or "real")
+        if solver_time is not None and charged != solver_time:
+            raise GridError(
+                f"{path} charged solves their {charged} time; this grid asks for "
+                f"--solver-time {solver_time}: use another --out"
+            )
         trace = traces[run.trace_path]
         if (
             done.time_scale != options.time_scale

@@ -118,7 +118,7 @@ def run_virtual_grid(
     """Run every run whose result is missing, ``jobs`` at a time; return (ran, skipped)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     traces = {path: read_trace(path) for path in {r.trace_path for r in runs}}
-    check_resumable(runs, out_dir, options, traces, backend="virtual")
+    check_resumable(runs, out_dir, options, traces, backend="virtual", solver_time=solver_time)
     todo = [r for r in runs if not result_path(out_dir, r.trace_path, r.scheduler.label).exists()]
     skipped = len(runs) - len(todo)
     if skipped:

@@ -71,3 +71,5 @@ def test_a_small_grid_runs_in_parallel_and_resumes(tmp_path: Path) -> None:
         run_virtual_grid(runs, tmp_path, longer, jobs=1, out=lines.append)
     with pytest.raises(GridError, match="is a virtual run; this grid is cluster"):
         check_resumable(runs, tmp_path, options, {traces[0]: read_trace(traces[0])})
+    with pytest.raises(GridError, match="charged solves their real time"):
+        run_virtual_grid(runs, tmp_path, options, jobs=1, out=lines.append, solver_time="limit")
