@@ -53,6 +53,7 @@ def register(commands: Any) -> None:
     )
     solver.set_defaults(handler=_solver)
     replay_cmd.add_bench_replay_parser(sub)
+    replay_cmd.add_bench_grid_parser(sub)
     bench_report_cmd.add_report_parser(sub)
     bench_report_cmd.add_fidelity_parser(sub)
 

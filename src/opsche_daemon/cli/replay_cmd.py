@@ -11,7 +11,7 @@ from typing import Any
 from opsche_daemon.cli.errors import UserError
 from opsche_daemon.cli.run_cmd import add_trigger_timing
 
-__all__ = ["add_bench_replay_parser", "add_trace_replay_parser"]
+__all__ = ["add_bench_grid_parser", "add_bench_replay_parser", "add_trace_replay_parser"]
 
 
 def _say(line: str) -> None:
@@ -389,3 +389,90 @@ def _bench_virtual(args: argparse.Namespace, runs: Any, labels: list[str]) -> in
     print(f"{ran} runs done, {skipped} already done; results in {args.out}")
     print(f"report: opsche bench report {args.out}")
     return 0
+
+
+def add_bench_grid_parser(sub: Any) -> None:
+    """Add ``grid`` under ``opsche bench``."""
+    parser = sub.add_parser(
+        "grid",
+        help="seed 000's whole grid in virtual time: traces/'s settings x seeds x configurations",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="results directory (resumable)")
+    parser.add_argument(
+        "--part",
+        choices=["figure3", "all"],
+        default="figure3",
+        help="figure3 (default): the baseline and the six trigger variants; all: also with "
+        "DefaultPreemption off, and periods and windows of 4 and 16 s",
+    )
+    parser.add_argument(
+        "--settings",
+        default=None,
+        help="comma-separated settings, e.g. n16-p1-iat8 (default: all twelve of traces/)",
+    )
+    parser.add_argument("--seeds", default="1,2,3,4,5", help="comma-separated (default 1,2,3,4,5)")
+    parser.add_argument(
+        "--hours", type=float, default=2.0, help="length of each trace (default 2, the paper's)"
+    )
+    parser.add_argument(
+        "--configs",
+        type=Path,
+        default=Path("traces"),
+        help="where the settings' YAML files are (default traces)",
+    )
+    parser.add_argument(
+        "--shard", type=_shard, default=(1, 1), help="run only slice I of N of the grid"
+    )
+    parser.add_argument("--opsche-config", type=Path, default=None, help="config for opsche runs")
+    parser.add_argument(
+        "--jobs", type=int, default=None, help="replays at once (default: one per core)"
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="print the grid's size and configurations, run nothing"
+    )
+    _solver_time(parser)
+    _common(parser)
+    parser.set_defaults(handler=_bench_grid, backend="virtual")
+
+
+def _bench_grid(args: argparse.Namespace) -> int:
+    from opsche_daemon.bench.paper_grid import (  # noqa: PLC0415
+        SETTINGS,
+        GridSpec,
+        PaperGridError,
+        prepare_traces,
+        schedulers_of,
+    )
+    from opsche_daemon.bench.replay import GridError, plan_grid  # noqa: PLC0415
+
+    _check_numbers(args)
+    settings = SETTINGS if args.settings is None else _names(args.settings, "--settings")
+    try:
+        seeds = tuple(int(seed) for seed in _names(args.seeds, "--seeds"))
+    except ValueError:
+        raise UserError(f"--seeds {args.seeds}: expected whole numbers, e.g. 1,2,3") from None
+    if args.jobs is not None and args.jobs < 1:
+        raise UserError(f"--jobs {args.jobs}: must be positive")
+    labels = list(schedulers_of(args.part))
+    spec = GridSpec(settings=settings, seeds=seeds, hours=args.hours)
+    if args.list:
+        print(
+            f"{len(settings)} settings x {len(seeds)} seeds x {len(labels)} configurations = "
+            f"{len(settings) * len(seeds) * len(labels)} virtual replays of {args.hours:g} h"
+        )
+        print("configurations: " + ", ".join(labels))
+        return 0
+    try:
+        traces = prepare_traces(spec, args.configs, args.out / "traces", _say)
+        runs = plan_grid(traces, labels, args.shard)
+    except (PaperGridError, GridError) as exc:
+        raise UserError(str(exc)) from None
+    args.traces = traces
+    return _bench_virtual(args, runs, labels)
+
+
+def _names(text: str, flag: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not names:
+        raise UserError(f"{flag}: give at least one")
+    return names
