@@ -11,20 +11,22 @@ grid resumable (finished runs are skipped) and shardable (``--shard I/N`` takes 
 from __future__ import annotations
 
 import re
+import resource
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
 from opsche_daemon.localcluster.daemon_process import start_opsche
+from opsche_daemon.localcluster.process import cpu_seconds, machine_busy_seconds
 from opsche_daemon.localcluster.versions import load_versions
 from opsche_daemon.replay.replayer import Printer, ReplayOptions
 from opsche_daemon.replay.run import replay_to_file
 from opsche_daemon.trace.model import Trace, read_trace
-from opsche_daemon.trace.result import ResultFileError, SchedulerRun, read_result
+from opsche_daemon.trace.result import ResultFileError, SchedulerRun, read_result, write_result
 
 __all__ = [
     "BASELINE",
@@ -172,7 +174,12 @@ def _run_one(
                 metrics_url = f"http://127.0.0.1:{daemon.port}/metrics"
             run_options = replace(options, scheduler=run.scheduler, metrics_url=metrics_url)
             output = result_path(out_dir, run.trace_path, run.scheduler.label)
+            pids = {row.name: row.pid for row in cluster.status()[0] if row.running}
+            if daemon is not None:
+                pids["opsche"] = daemon.process.pid
+            before = _cpu(pids)
             replay_to_file(layout.kubeconfig, trace, run.trace_path, run_options, output, out)
+            _record_cpu(output, before, _cpu(pids))
             if daemon is not None and daemon.process.poll() is not None:
                 # A run whose scheduler died is not a result: keep it aside, never resume past it.
                 output.replace(output.with_suffix(".failed"))
@@ -191,6 +198,29 @@ def _run_one(
                     shutil.copy(kube_log, logs / f"{stem}.kube-scheduler.log")
             finally:
                 cluster.down()  # whatever happened above: its processes outlive us otherwise
+
+
+def _cpu(pids: dict[str, int]) -> dict[str, float | None]:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        **{name: cpu_seconds(pid) for name, pid in pids.items()},
+        "replayer": usage.ru_utime + usage.ru_stime,
+        "machine": machine_busy_seconds(),  # every process, this run's and any other
+    }
+
+
+def _record_cpu(
+    output: Path, before: Mapping[str, float | None], after: Mapping[str, float | None]
+) -> None:
+    """Add each process's CPU seconds over the replay to its result: where the cores went."""
+    used = {}
+    for name, start in before.items():
+        end = after.get(name)
+        if start is not None and end is not None:
+            used[name] = round(end - start, 2)
+    result = read_result(output)
+    result.environment["cpu_s"] = used
+    write_result(result, output)
 
 
 def check_resumable(

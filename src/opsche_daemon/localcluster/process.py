@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Managed", "log_tail", "start", "stop"]
+__all__ = ["Managed", "cpu_seconds", "log_tail", "machine_busy_seconds", "start", "stop"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,33 @@ def _start_ticks(pid: int) -> int | None:
     if fields[0] in ("Z", "X"):
         return None
     return int(fields[19])
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU time the process has used so far, or None if it is gone.
+
+    A benchmark reads it before and after a run for every component, so a run says which process
+    the machine's cores went to (fields 14 and 15 of ``/proc/PID/stat``, in clock ticks).
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_seconds() -> float | None:
+    """CPU seconds all cores have spent busy since boot (``/proc/stat``), or None off Linux.
+
+    Beside the components' own seconds it shows what else the machine was doing during a run.
+    """
+    try:
+        first = Path("/proc/stat").read_text().splitlines()[0].split()
+    except (OSError, IndexError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in first[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 # Children this process started, by PID, until reaped (see ``start``).
