@@ -13,7 +13,12 @@ from enum import StrEnum
 from typing import Any
 
 from opsche_daemon.config.schema import Setting, settings_of, show, yaml_key
-from opsche_daemon.config.settings import QueueSettings, SchedulerConfig
+from opsche_daemon.config.settings import (
+    OptimiserSettings,
+    QueueSettings,
+    SchedulerConfig,
+    SolverKind,
+)
 
 __all__ = ["check_config"]
 
@@ -60,6 +65,13 @@ def check_config(config: SchedulerConfig) -> list[str]:
     problems: list[str] = []
     for item in settings_of(SchedulerConfig):
         problems += _setting_problems(item, item.value_in(config))
+    optimiser = config.optimiser
+    if optimiser.max_disruptions_per_placement > 0 and optimiser.solver != SolverKind.CPSAT:
+        problems.append(
+            f"{yaml_key(OptimiserSettings, 'max_disruptions_per_placement')}: applies to the "
+            f"cpsat solver only, and {yaml_key(OptimiserSettings, 'solver')} is "
+            f"{optimiser.solver}"
+        )
     queue = config.queue
     if queue.initial_backoff_s > 0 and queue.max_backoff_s < queue.initial_backoff_s:
         initial = yaml_key(QueueSettings, "initial_backoff_s")

@@ -223,6 +223,17 @@ class OptimiserSettings:
             reason="wall-clock budget of one solve; the best plan found by then is used",
         ),
     )
+    max_disruptions_per_placement: float = field(
+        default=0.0,
+        metadata=doc(
+            yaml="optimiser.maxDisruptionsPerPlacement",
+            unit="pods moved or evicted per pending pod placed",
+            low=0,
+            high=100,
+            reason="a plan moves or evicts at most this many running pods per pending pod it "
+            "places (cpsat only; 0: no limit, the paper's lexicographic plans)",
+        ),
+    )
     period_s: float = field(
         default=8.0,
         metadata=doc(

@@ -43,8 +43,13 @@ def solve_snapshot(
     time_limit: float = 2.0,
     cancel: threading.Event | None = None,
     alpha: float = 0.8,
+    disruptions_per_placement: float = 0.0,
 ) -> Plan:
-    """The best plan for ``snapshot`` found within ``time_limit`` seconds (or until cancelled)."""
+    """The best plan for ``snapshot`` found within ``time_limit`` seconds (or until cancelled).
+
+    ``disruptions_per_placement`` > 0 bounds the pods a CP-SAT plan moves or evicts per pending
+    pod it places (see ``optimiser.cpsat``); the heuristic has no such bound and refuses one.
+    """
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose from {', '.join(SOLVERS)}")
     started = time.monotonic()
@@ -53,6 +58,8 @@ def solve_snapshot(
     problem = build_problem(snapshot, scheduler_name=scheduler_name, protected=protected)
     chosen: Solver
     if solver == SolverKind.HEURISTIC:
+        if disruptions_per_placement > 0:
+            raise ValueError("the heuristic solver takes no disruption budget; use cpsat")
         chosen = HeuristicSolver()
     else:
         # Imported here: OR-Tools (with numpy and pandas) takes about a second to load, which
@@ -62,7 +69,9 @@ def solve_snapshot(
         def warm_start(p: Problem) -> dict[tuple[int, int], int]:
             return heuristic_counts(p, deadline, cancel)
 
-        chosen = CpSatSolver(alpha=alpha, hint=warm_start)
+        chosen = CpSatSolver(
+            alpha=alpha, hint=warm_start, disruptions_per_placement=disruptions_per_placement
+        )
     solution = chosen.solve(problem, deadline, cancel)
     solution.counts = fill_greedily(problem, solution.counts)
     solution.seconds = time.monotonic() - started

@@ -36,6 +36,14 @@ that finds nothing in its time requires the values of the solution it was hinted
 the answer still evict a pod whose priority is not below every pod placed (only possible when
 stopped early), the last solution without such an eviction is returned instead.
 
+A disruption budget (``disruptions_per_placement`` r > 0, ``optimiser.maxDisruptionsPerPlacement``)
+adds one constraint to every phase: running pods moved or evicted at most r per pending pod
+placed, ``sum running - sum stay <= r * (sum y - sum kept)`` (r as a fraction, both sides
+scaled to integers). ``kept`` is then pinned to ``min(sum_n y, running)`` per group, as
+``plan_from_solution`` counts it, so a low ``kept`` cannot pass a running pod off as a pending one
+placed. The lexicographic order stays: placements first, then disruption, within the budget. A
+warm start over budget is replaced by the cluster as it is (no disruption), which is always within.
+
 Hints: before each phase the best solution so far, completed (``_Repair``): presolve drops the
 groups outside the objective, and a stopped search leaves needless moves, so running members go
 back home or keep running where there is room and the warm start's placements come back; all
@@ -65,6 +73,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import reduce
 
 import numpy as np
@@ -73,7 +82,7 @@ from ortools.sat.python import cp_model
 from opsche_daemon.model.plan import PlanStatus, TierResult
 from opsche_daemon.optimiser.problem import Group, Problem, Solution, current_counts
 
-__all__ = ["CpSatSolver", "HintProvider"]
+__all__ = ["Budget", "CpSatSolver", "HintProvider", "budget_of", "within_budget"]
 
 Counts = dict[tuple[int, int], int]
 HintProvider = Callable[[Problem], Mapping[tuple[int, int], int]]
@@ -372,7 +381,53 @@ def _usage(problem: Problem, counts: Mapping[tuple[int, int], int]) -> list[list
     return used
 
 
-def _build_model(layout: _Layout) -> cp_model.CpModel:
+Budget = tuple[int, int]  # r = numerator / denominator disruptions per pending pod placed
+
+
+def budget_of(disruptions_per_placement: float) -> Budget | None:
+    """``r`` as a small fraction, or None for no limit (0)."""
+    if disruptions_per_placement <= 0:
+        return None
+    ratio = Fraction(disruptions_per_placement).limit_denominator(100)
+    return ratio.numerator, ratio.denominator
+
+
+def within_budget(problem: Problem, counts: Mapping[tuple[int, int], int], budget: Budget) -> bool:
+    """Whether ``counts`` move or evict at most r running pods per pending pod they place."""
+    placed = [0] * len(problem.groups)
+    for (g, _), value in counts.items():
+        placed[g] += value
+    disrupted = newly = 0
+    for group in problem.groups:
+        stay = sum(min(counts.get((group.index, n), 0), group.current(n)) for n in group.running)
+        disrupted += group.running_count - stay
+        newly += placed[group.index] - min(placed[group.index], group.running_count)
+    numerator, denominator = budget
+    return denominator * disrupted <= numerator * newly
+
+
+def _add_budget(model: cp_model.CpModel, layout: _Layout, budget: Budget) -> None:
+    """``den * (running - sum stay) <= num * (sum y - sum kept)``, with ``kept`` pinned."""
+    numerator, denominator = budget
+    var = model.get_int_var_from_proto_index
+    for i, g in enumerate(layout.kept):
+        start = layout.y_start[g]
+        members = [var(v) for v in range(start, start + len(layout.y_nodes[g]))]
+        model.add_min_equality(
+            var(layout.kept_start + i), [cp_model.LinearExpr.sum(members), layout.kept_running[i]]
+        )
+    stay = range(layout.stay_start, layout.stay_start + len(layout.stay))
+    y = range(layout.stay_start)
+    kept = range(layout.kept_start, layout.kept_start + len(layout.kept))
+    constraint = model.proto.constraints.add()
+    constraint.linear.vars.extend([*stay, *y, *kept])
+    constraint.linear.coeffs.extend(
+        [denominator] * len(stay) + [numerator] * len(y) + [-numerator] * len(kept)
+    )
+    constraint.linear.domain.extend((denominator * sum(layout.kept_running), cp_model.INT_MAX))
+
+
+def _build_model(layout: _Layout, budget: Budget | None = None) -> cp_model.CpModel:
     """The constraints (no objective), written directly into the model proto."""
     problem = layout.problem
     model = cp_model.CpModel()
@@ -427,6 +482,8 @@ def _build_model(layout: _Layout) -> cp_model.CpModel:
             most = sum(c * layout.upper[v] for v, c in zip(variables, coeffs, strict=True))
             if most > room:
                 linear(variables, coeffs, low, room)
+    if budget is not None:
+        _add_budget(model, layout, budget)
     return model
 
 
@@ -635,8 +692,10 @@ class _Run:
         start: Counts,
         workers: int,
         watcher: _Watcher,
+        budget: Budget | None = None,
     ) -> None:
         self.problem = problem
+        self.budget = budget
         self.layout = layout
         self.best = start
         self.start_placed = [0] * len(problem.groups)
@@ -661,7 +720,7 @@ class _Run:
     def ensure_model(self) -> cp_model.CpModel:
         """The model with every requirement so far."""
         if self.model is None:
-            self.model = _build_model(self.layout)
+            self.model = _build_model(self.layout, self.budget)
             for variables, value in self.required:
                 _at_least(self.model, variables, value)
         return self.model
@@ -669,7 +728,9 @@ class _Run:
     def complete(self) -> None:
         """Greedily bring the best solution back towards the cluster as it is (see ``_Repair``)."""
         repair = _Repair(self.layout, self.best)
-        if repair.run(self.start_placed, self.start_nodes):
+        if repair.run(self.start_placed, self.start_nodes) and (
+            self.budget is None or within_budget(self.problem, repair.counts, self.budget)
+        ):
             self.best = repair.counts
             self.values = self.layout.vector(self.best)
 
@@ -710,6 +771,7 @@ class CpSatSolver:
         workers: int = 2,
         hint: HintProvider | None = None,
         max_variables: int = _MAX_Y,
+        disruptions_per_placement: float = 0.0,
     ) -> None:
         if not 0.0 < alpha <= 1.0:
             raise ValueError(f"alpha must be in (0, 1], not {alpha}")
@@ -719,6 +781,7 @@ class CpSatSolver:
         self.workers = workers
         self.hint = hint
         self.max_variables = max_variables
+        self.budget = budget_of(disruptions_per_placement)
 
     @property
     def name(self) -> str:
@@ -736,7 +799,7 @@ class CpSatSolver:
             return self._solution(layout, start, phases, started, complete=not layout.tiers)
         margin = 0.005 + _STOP_SECONDS_PER_VARIABLE * len(layout.upper)
         with _Watcher(cancel, deadline - margin) as watcher:
-            run = _Run(problem, layout, start, self.workers, watcher)
+            run = _Run(problem, layout, start, self.workers, watcher, self.budget)
             complete = self._loop(run, started, phases)
         run.complete()
         best = run.best
@@ -747,7 +810,9 @@ class CpSatSolver:
     def _warm_start(self, problem: Problem, bounds: _Bounds) -> Counts:
         if self.hint is not None:
             given = {k: int(v) for k, v in self.hint(problem).items() if v}
-            if bounds.admits(problem, given):
+            if bounds.admits(problem, given) and (
+                self.budget is None or within_budget(problem, given, self.budget)
+            ):
                 return given
         return current_counts(problem)
 

@@ -170,6 +170,7 @@ class OptimizationFlow:
             solver=settings.solver,
             time_limit=settings.solve_time_limit_s,
             cancel=self.cancel,
+            disruptions_per_placement=settings.max_disruptions_per_placement,
         )
         metrics.solve_duration.labels(settings.solver).observe(plan.seconds)
         if self.after_solve is not None and not self.cancel.is_set():

@@ -96,6 +96,7 @@ def test_every_settable_field_lands_in_the_tree() -> None:
                 "blocking": True,
                 "solver": "heuristic",
                 "solveTimeLimitSeconds": 1,
+                "maxDisruptionsPerPlacement": 0,
                 "periodSeconds": 3,
                 "stableWindowSeconds": 4,
                 "planTimeoutSeconds": 5,
@@ -191,6 +192,15 @@ MISTAKES: list[tuple[dict[str, object], str]] = [
     (
         {"optimiser": {"planTimeoutSeconds": -0.5}},
         "optimiser.planTimeoutSeconds: must be positive, got -0.5",
+    ),
+    (
+        {"optimiser": {"maxDisruptionsPerPlacement": -1}},
+        "optimiser.maxDisruptionsPerPlacement: must be between 0 and 100, got -1",
+    ),
+    (
+        {"optimiser": {"solver": "heuristic", "maxDisruptionsPerPlacement": 1}},
+        "optimiser.maxDisruptionsPerPlacement: applies to the cpsat solver only, and "
+        "optimiser.solver is heuristic",
     ),
 ]
 

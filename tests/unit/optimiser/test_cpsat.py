@@ -442,3 +442,47 @@ def test_32_nodes_and_a_few_hundred_pods_are_proved_optimal_quickly() -> None:
     plan = plan_from_solution(problem, solution, "cpsat")
     assert len(plan.placements) == problem.pending_count  # there is room for all of them
     assert plan.moves == () and plan.evictions == ()
+
+
+def _two_moves_for_one_pod() -> Snapshot:
+    # The 4-CPU pod fits only on an emptied node, and only node a can be emptied: its two 1-CPU
+    # pods go one to b and one to c (b's and c's 2.5-CPU pods fit nowhere else).
+    a, b, c = node("a", 4000), node("b", 4000), node("c", 4000)
+    return cluster(
+        [
+            (a, [running("x1", "a", 1000), running("x2", "a", 1000)]),
+            (b, [running("y", "b", 2500)]),
+            (c, [running("z", "c", 2500)]),
+        ],
+        [pending("p", 4000)],
+    )
+
+
+@pytest.mark.parametrize(("ratio", "placed"), [(0.0, 1), (2.0, 1), (1.5, 0), (1.0, 0)])
+def test_a_disruption_budget_refuses_plans_that_move_more_than_it_allows(
+    ratio: float, placed: int
+) -> None:
+    snapshot = _two_moves_for_one_pod()
+    problem = problem_of(snapshot)
+    solution = solve(problem, solver=CpSatSolver(disruptions_per_placement=ratio))
+    plan = plan_from_solution(problem, solution, "cpsat")
+    assert validate_plan(plan, snapshot, scheduler_name=SCHEDULER, protected=never) == []
+    assert len(plan.placements) == placed
+    assert len(plan.moves) == 2 * placed  # two moves for the pod, or nothing at all
+    assert plan.evictions == ()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_within_a_budget_of_one_no_plan_disrupts_more_pods_than_it_places(seed: int) -> None:
+    snapshot = crowded(seed, nodes=12, pods=260)
+    problem = problem_of(snapshot)
+    unbounded = solve(problem, 2.0)
+    solver = CpSatSolver(disruptions_per_placement=1.0)
+    bounded = solve(problem, 2.0, solver=solver)
+    plan = plan_from_solution(problem, bounded, "cpsat")
+    assert validate_plan(plan, snapshot, scheduler_name=SCHEDULER, protected=never) == []
+    assert len(plan.moves) + len(plan.evictions) <= len(plan.placements)
+    assert plan.placements  # the budget leaves room for plans that pay
+    # A restriction: the highest priority places no more than without it (proved optimal there).
+    assert unbounded.tiers[0].optimal
+    assert bounded.tiers[0].placed <= unbounded.tiers[0].placed
