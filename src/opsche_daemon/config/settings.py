@@ -234,6 +234,14 @@ class OptimiserSettings:
             "places (cpsat only; 0: no limit, the paper's lexicographic plans)",
         ),
     )
+    repair_stale_plans: bool = field(
+        default=False,
+        metadata=doc(
+            yaml="optimiser.repairStalePlans",
+            reason="a plan that is no longer valid on the fresh snapshot is cut down to its "
+            "part that still is (and still places pods) instead of being discarded",
+        ),
+    )
     period_s: float = field(
         default=8.0,
         metadata=doc(

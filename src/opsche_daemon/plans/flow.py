@@ -25,6 +25,7 @@ import structlog
 from opsche_daemon.config import OptimiserSettings, Trigger
 from opsche_daemon.model.snapshot import Snapshot
 from opsche_daemon.optimiser.api import solve_snapshot
+from opsche_daemon.optimiser.repair import repair_plan
 from opsche_daemon.optimiser.validate import validate_plan
 from opsche_daemon.plans.enforcement import Evict, PlanEnforcer
 from opsche_daemon.plans.outcomes import FAILED_OUTCOMES, RunOutcome, SolveResult
@@ -189,6 +190,20 @@ class OptimizationFlow:
         errors = validate_plan(
             plan, fresh, scheduler_name=self.scheduler.name, protected=self.protected
         )
+        if errors and settings.repair_stale_plans:
+            repaired = repair_plan(
+                plan, fresh, scheduler_name=self.scheduler.name, protected=self.protected
+            )
+            if repaired is not None:
+                log.info(
+                    "stale plan repaired on a fresh snapshot",
+                    trigger=trigger,
+                    errors=errors[:5],
+                    dropped=list(repaired.dropped[:10]),
+                    placements=len(repaired.plan.placements),
+                )
+                metrics.solver_runs.labels(trigger, SolveResult.REPAIRED).inc()
+                return await self.enforcer.enforce(repaired.plan, fresh, trigger)
         if errors:
             log.info("plan invalid on a fresh snapshot", trigger=trigger, errors=errors[:5])
             metrics.solver_runs.labels(trigger, SolveResult.INVALID).inc()

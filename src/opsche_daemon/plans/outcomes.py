@@ -34,6 +34,7 @@ class SolveResult(StrEnum):
     EMPTY = "empty"
     INVALID = "invalid"
     PLAN = "plan"  # a valid plan, handed to enforcement
+    REPAIRED = "repaired"  # stale, cut down to its valid part (repairStalePlans), then enforced
 
 
 RETRY_OUTCOMES = frozenset({RunOutcome.INVALID, RunOutcome.CANCELLED})

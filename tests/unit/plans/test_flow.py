@@ -155,6 +155,36 @@ async def test_a_plan_made_stale_before_validation_is_discarded_not_applied() ->
     assert env.scheduler.queue.where("ns/big") in ("active", "backoff")
 
 
+@pytest.mark.parametrize("repair", [False, True])
+async def test_a_stale_plan_is_cut_down_to_its_valid_part_when_repair_is_on(repair: bool) -> None:
+    env = figure_1()
+    env.flow.settings = replace(env.flow.settings, repair_stale_plans=repair)
+    # A third node with room for one more small pod: the plan places it there too.
+    env.scheduler.events.node_changed(node("n3"))
+    env.scheduler.events.pod_changed(pod("filler", 3500, on="n3", owner=None))
+    env.scheduler.events.pod_changed(pod("small", 500, owner=None))
+
+    async def delete_small() -> None:  # the small pod goes away between solve and validation
+        env.scheduler.events.pod_deleted(pod("small", 500, owner=None))
+
+    env.flow.before_validate = delete_small
+    outcome = await env.run()
+    runs = {
+        result: env.sample("opsche_solver_runs_total", {"trigger": "periodic", "result": result})
+        for result in ("invalid", "repaired")
+    }
+    if repair:
+        # The move and the big pod's placement still hold: they are enforced (and time out
+        # here, as no controller recreates the moved replica).
+        assert outcome == "timed_out"
+        assert len(env.evictions.calls) == 1
+        assert runs == {"invalid": 0, "repaired": 1}
+    else:
+        assert outcome == "invalid"
+        assert env.evictions.calls == []
+        assert runs == {"invalid": 1, "repaired": 0}
+
+
 async def test_a_refused_eviction_aborts_the_plan_and_releases_everything() -> None:
     env = figure_1()
     env.evictions.outcome = EvictionOutcome.BLOCKED  # a PodDisruptionBudget said no (HTTP 429)
