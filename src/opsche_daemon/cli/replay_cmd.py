@@ -187,6 +187,8 @@ def _virtual_replay(args: argparse.Namespace) -> int:
             "backend": "virtual",
             "config": str(args.config) if args.config else None,
             "solver_time": args.solver_time,
+            **({"period_s": args.period} if args.period is not None else {}),
+            **({"stable_window_s": args.stable_window} if args.stable_window is not None else {}),
         },
     )
     options = ReplayOptions(
@@ -475,4 +477,7 @@ def _names(text: str, flag: str) -> tuple[str, ...]:
     names = tuple(part.strip() for part in text.split(",") if part.strip())
     if not names:
         raise UserError(f"{flag}: give at least one")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UserError(f"{flag}: {', '.join(twice)} given twice")
     return names

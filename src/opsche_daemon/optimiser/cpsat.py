@@ -73,16 +73,16 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from functools import reduce
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from opsche_daemon.model.plan import PlanStatus, TierResult
+from opsche_daemon.optimiser.budget import Budget, budget_of, within_budget
 from opsche_daemon.optimiser.problem import Group, Problem, Solution, current_counts
 
-__all__ = ["Budget", "CpSatSolver", "HintProvider", "budget_of", "within_budget"]
+__all__ = ["CpSatSolver", "HintProvider"]
 
 Counts = dict[tuple[int, int], int]
 HintProvider = Callable[[Problem], Mapping[tuple[int, int], int]]
@@ -379,31 +379,6 @@ def _usage(problem: Problem, counts: Mapping[tuple[int, int], int]) -> list[list
                 if r:
                     row[d] += r * value
     return used
-
-
-Budget = tuple[int, int]  # r = numerator / denominator disruptions per pending pod placed
-
-
-def budget_of(disruptions_per_placement: float) -> Budget | None:
-    """``r`` as a small fraction, or None for no limit (0)."""
-    if disruptions_per_placement <= 0:
-        return None
-    ratio = Fraction(disruptions_per_placement).limit_denominator(100)
-    return ratio.numerator, ratio.denominator
-
-
-def within_budget(problem: Problem, counts: Mapping[tuple[int, int], int], budget: Budget) -> bool:
-    """Whether ``counts`` move or evict at most r running pods per pending pod they place."""
-    placed = [0] * len(problem.groups)
-    for (g, _), value in counts.items():
-        placed[g] += value
-    disrupted = newly = 0
-    for group in problem.groups:
-        stay = sum(min(counts.get((group.index, n), 0), group.current(n)) for n in group.running)
-        disrupted += group.running_count - stay
-        newly += placed[group.index] - min(placed[group.index], group.running_count)
-    numerator, denominator = budget
-    return denominator * disrupted <= numerator * newly
 
 
 def _add_budget(model: cp_model.CpModel, layout: _Layout, budget: Budget) -> None:

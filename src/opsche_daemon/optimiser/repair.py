@@ -13,8 +13,12 @@ periodic trigger). Most of such a plan usually still holds, so this keeps what d
    that brings a pod onto it; dropping a move keeps its pod at home, which may push that node
    over in turn, so this runs to a fixpoint;
 3. drop every eviction, then every move, that the rest no longer needs (the plan stays valid
-   without it): a disruption that buys nothing is not made;
-4. a plan left without placements is no plan (moves alone only disrupt).
+   without it), the costliest first: a disruption that buys nothing is not made; an eviction
+   that only makes room for pods of its victim's priority or lower is dropped too, with them
+   (the solver evicts only for higher priorities; the validator's rule, below the highest pod
+   placed anywhere, is too weak for a plan cut down after the fact);
+4. a plan left without placements is no plan (moves alone only disrupt), nor one over the
+   disruption budget (``optimiser.maxDisruptionsPerPlacement``).
 
 Every step only removes actions, and the result is checked again from scratch by the same
 ``PlanChecker`` enforcement relies on, so a repaired plan is exactly as safe as a valid one.
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from opsche_daemon.model.plan import Eviction, Move, Placement, Plan
+from opsche_daemon.model.plan import Eviction, Move, Placement, Plan, PlanStatus
 from opsche_daemon.model.snapshot import Snapshot
 from opsche_daemon.optimiser.validate import PlanChecker
 from opsche_daemon.safety import Protected
@@ -72,46 +76,81 @@ def _with(plan: Plan, actions: list[Action]) -> Plan:
     )
 
 
-def repair_plan(
-    plan: Plan, snapshot: Snapshot, *, scheduler_name: str, protected: Protected
-) -> Repaired | None:
-    """The largest valid part of ``plan`` on ``snapshot`` this greedy finds, or None."""
-    checker = PlanChecker(snapshot, scheduler_name, protected)
-    actions: list[Action] = [*plan.placements, *plan.moves, *plan.evictions]
+def _settle(
+    checker: PlanChecker, plan: Plan, actions: list[Action]
+) -> tuple[list[Action], list[str]]:
+    """Steps 1 and 2: drop wrong actions, then arrivals on over-full nodes, to a fixpoint."""
+    actions = list(actions)
     dropped: list[str] = []
-
-    def drop(action: Action, why: str) -> None:
-        actions.remove(action)
-        dropped.append(_describe(action, why))
-
     for _ in range(len(actions) + 1):  # each pass drops at least one action, or stops
         found = checker.check(_with(plan, actions))
         wrong = [a for a in actions if _key(a) in found.by_pod]
         if wrong:
             for action in wrong:
-                drop(action, found.by_pod[_key(action)][0])
+                actions.remove(action)
+                dropped.append(_describe(action, found.by_pod[_key(action)][0]))
             continue
         if not found.by_node:
             break
         node = min(found.by_node)
         incoming = [a for a in actions if _into(a) == node]
         if not incoming:
-            return None  # over without anything of the plan's arriving: not the plan's doing
-        drop(min(incoming, key=lambda a: (a.priority, _key(a))), found.by_node[node][0])
+            break  # over without anything of the plan's arriving: the final check refuses it
+        action = min(incoming, key=lambda a: (a.priority, _key(a)))
+        actions.remove(action)
+        dropped.append(_describe(action, found.by_node[node][0]))
+    return actions, dropped
 
-    # Disruptions the rest does not need, lowest priority first; evictions before moves.
-    needless = sorted(
+
+def repair_plan(
+    plan: Plan,
+    snapshot: Snapshot,
+    *,
+    scheduler_name: str,
+    protected: Protected,
+    budget: tuple[int, int] | None = None,
+) -> Repaired | None:
+    """The largest valid part of ``plan`` on ``snapshot`` this greedy finds, or None.
+
+    ``budget`` (numerator, denominator) is the plan's disruption budget, r disruptions per pod
+    placed (``optimiser.maxDisruptionsPerPlacement``): a repaired plan keeps within it too.
+    """
+    checker = PlanChecker(snapshot, scheduler_name, protected)
+    actions, dropped = _settle(checker, plan, [*plan.placements, *plan.moves, *plan.evictions])
+
+    # Step 3, the costliest disruptions first: evictions, then moves, highest priority first.
+    # An eviction stays only if a pod of higher priority than its victim would lose its place
+    # without it: a repair must not evict a pod for lower-priority ones (the solver never does).
+    disruptions = sorted(
         (a for a in actions if not isinstance(a, Placement)),
-        key=lambda a: (not isinstance(a, Eviction), a.priority, _key(a)),
+        key=lambda a: (not isinstance(a, Eviction), -a.priority, _key(a)),
     )
-    for action in needless:
-        trial = [a for a in actions if a is not action]
-        if not checker.check(_with(plan, trial)).errors:
-            actions = trial
-            dropped.append(_describe(action, "not needed by the rest of the plan"))
+    for action in disruptions:
+        if action not in actions:
+            continue  # dropped by an earlier trial that was adopted
+        trial, lost = _settle(checker, plan, [a for a in actions if a is not action])
+        lost_placements = [a for a in actions if isinstance(a, Placement) and a not in trial]
+        if not lost:
+            why = "not needed by the rest of the plan"
+        elif isinstance(action, Eviction) and all(
+            p.priority <= action.priority for p in lost_placements
+        ):
+            why = "it made room only for pods of its own priority or lower"
+        else:
+            continue
+        actions = trial
+        dropped += [_describe(action, why), *lost]
 
-    repaired = _with(plan, actions)
-    repaired = replace(repaired, notes=(*plan.notes, f"repaired: {len(dropped)} actions dropped"))
+    repaired = replace(
+        _with(plan, actions),
+        status=PlanStatus.FEASIBLE,  # no longer what the solver proved anything about
+        notes=(*plan.notes, f"repaired: {len(dropped)} actions dropped"),
+    )
     if not repaired.placements or checker.check(repaired).errors:
         return None
+    if budget is not None:
+        numerator, denominator = budget
+        disrupted = len(repaired.moves) + len(repaired.evictions)
+        if denominator * disrupted > numerator * len(repaired.placements):
+            return None
     return Repaired(repaired, tuple(dropped))

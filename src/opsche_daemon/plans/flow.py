@@ -25,6 +25,7 @@ import structlog
 from opsche_daemon.config import OptimiserSettings, Trigger
 from opsche_daemon.model.snapshot import Snapshot
 from opsche_daemon.optimiser.api import solve_snapshot
+from opsche_daemon.optimiser.budget import budget_of
 from opsche_daemon.optimiser.repair import repair_plan
 from opsche_daemon.optimiser.validate import validate_plan
 from opsche_daemon.plans.enforcement import Evict, PlanEnforcer
@@ -192,7 +193,11 @@ class OptimizationFlow:
         )
         if errors and settings.repair_stale_plans:
             repaired = repair_plan(
-                plan, fresh, scheduler_name=self.scheduler.name, protected=self.protected
+                plan,
+                fresh,
+                scheduler_name=self.scheduler.name,
+                protected=self.protected,
+                budget=budget_of(settings.max_disruptions_per_placement),
             )
             if repaired is not None:
                 log.info(

@@ -69,6 +69,8 @@ def test_the_command_lists_its_size_and_refuses_bad_input(
     )
     assert main([*out, "--seeds", "one"]) == 1
     assert "--seeds one: expected whole numbers" in capsys.readouterr().err
+    assert main([*out, "--seeds", "1,2,1"]) == 1
+    assert "--seeds: 1 given twice" in capsys.readouterr().err
     assert main([*out, "--settings", "n8-p1-iat8"]) == 1
     assert "no configuration for n8-p1-iat8" in capsys.readouterr().err
     assert not (tmp_path / "traces").exists()

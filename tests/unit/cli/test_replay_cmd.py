@@ -93,14 +93,17 @@ def test_a_virtual_replay_writes_a_result_from_one_command(
     monkeypatch.setattr(logs, "configure_logging", lambda _level: None)
     out = tmp_path / "r.json"
     argv = ["trace", "replay", str(SAMPLE), "--backend", "virtual", "--trigger", "none"]
-    assert main([*argv, "--duration", "60", "--solver-time", "limit", "-o", str(out)]) == 0
+    flags = ["--duration", "60", "--solver-time", "limit", "--period", "4"]
+    assert main([*argv, *flags, "-o", str(out)]) == 0
     captured = capsys.readouterr()
     last = captured.out.splitlines()[-1]  # after opsche's own lines
     assert last.startswith("none: usage ")
     assert "(to bound " in last  # the latency split at the Binding
     assert "virtual s in" in captured.err
-    environment = json.loads(out.read_text())["environment"]
+    written = json.loads(out.read_text())
+    environment = written["environment"]
     assert (environment["backend"], environment["solver_time"]) == ("virtual", "limit")
+    assert written["scheduler"]["settings"]["period_s"] == 4.0  # a run says how it differed
 
 
 def test_bench_replay_refuses_jobs_on_the_cluster_backend(

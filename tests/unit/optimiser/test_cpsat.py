@@ -486,3 +486,13 @@ def test_within_a_budget_of_one_no_plan_disrupts_more_pods_than_it_places(seed: 
     # A restriction: the highest priority places no more than without it (proved optimal there).
     assert unbounded.tiers[0].optimal
     assert bounded.tiers[0].placed <= unbounded.tiers[0].placed
+
+
+def test_a_budget_is_rounded_down_to_hundredths_never_looser() -> None:
+    from opsche_daemon.optimiser.budget import budget_of
+
+    assert budget_of(0.0) is None
+    assert budget_of(1.0) == (1, 1)
+    assert budget_of(1.5) == (3, 2)
+    assert budget_of(0.333) == (33, 100)  # not 1/3, which allows more
+    assert budget_of(0.001) == (0, 1)  # below a hundredth: nothing may be disrupted

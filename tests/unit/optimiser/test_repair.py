@@ -129,3 +129,72 @@ def test_a_protected_pod_is_never_disturbed_by_a_repair() -> None:
     stale = plan(Move("ns", "bare", "a", "b"), Placement("ns", "p", "a"))
     fresh = cluster(bare, replica("p", 3000))
     assert repair(stale, fresh) is None  # the move is refused, so p does not fit
+
+
+def test_an_eviction_is_not_kept_for_pods_of_its_victims_priority_or_lower() -> None:
+    # e (5) was evicted on a to place h (10) and l (1) there; h was bound elsewhere meanwhile.
+    # l alone does not justify evicting e, though m (6, on c) is above e: e stays, and l goes.
+    stale = plan(
+        Eviction("ns", "e", "a", priority=5),
+        Placement("ns", "h", "a", priority=10),
+        Placement("ns", "l", "a", priority=1),
+        Placement("ns", "m", "c", priority=6),
+    )
+    fresh = cluster(
+        replica("e", 3000, on="a", priority=5),
+        replica("h", 2000, on="b", priority=10),
+        replica("l", 2000, priority=1),
+        replica("m", 1000, priority=6),
+    )
+    result = repair(stale, fresh)
+    assert result is not None
+    assert result.plan.evictions == ()
+    assert [p.name for p in result.plan.placements] == ["m"]
+    assert any("made room only for pods of its own priority or lower" in d for d in result.dropped)
+
+
+def test_of_two_victims_the_one_of_higher_priority_is_spared() -> None:
+    # v1 (1) and v5 (5) made room on a for h1 and h2 (10); h2 was bound elsewhere meanwhile:
+    # one eviction is enough now, and it is the lower-priority victim's.
+    stale = plan(
+        Eviction("ns", "v1", "a", priority=1),
+        Eviction("ns", "v5", "a", priority=5),
+        Placement("ns", "h1", "a", priority=10),
+        Placement("ns", "h2", "a", priority=10),
+    )
+    fresh = cluster(
+        replica("v1", 2000, on="a", priority=1),
+        replica("v5", 2000, on="a", priority=5),
+        replica("h1", 2000, priority=10),
+        replica("h2", 2000, on="b", priority=10),
+    )
+    result = repair(stale, fresh)
+    assert result is not None
+    assert [e.name for e in result.plan.evictions] == ["v1"]
+    assert [p.name for p in result.plan.placements] == ["h1"]
+
+
+def test_a_repaired_plan_keeps_within_the_disruption_budget() -> None:
+    # Two moves empty a for p, and q was to go on c; q was bound meanwhile: 2 moves for 1 pod.
+    stale = plan(
+        Move("ns", "x1", "a", "b"),
+        Move("ns", "x2", "a", "c"),
+        Placement("ns", "p", "a"),
+        Placement("ns", "q", "c"),
+    )
+    fresh = cluster(
+        replica("x1", 1000, on="a"),
+        replica("x2", 1000, on="a"),
+        replica("y", 2000, on="b"),
+        replica("z", 2000, on="c"),
+        replica("p", 4000),
+        replica("q", 1000, on="b"),
+    )
+    unbounded = repair(stale, fresh)
+    assert unbounded is not None
+    assert (len(unbounded.plan.placements), len(unbounded.plan.moves)) == (1, 2)
+    assert unbounded.plan.status is PlanStatus.FEASIBLE
+    result = repair_plan(
+        stale, fresh, scheduler_name="opsche", protected=is_protected, budget=(1, 1)
+    )
+    assert result is None  # 2 disruptions for 1 pod placed: over a budget of 1
