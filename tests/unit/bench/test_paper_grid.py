@@ -28,8 +28,11 @@ def test_the_settings_are_traces_configurations_and_every_label_parses() -> None
         assert len(set(labels)) == len(labels)
         for label in labels:
             parse_scheduler(label)
-    assert len(schedulers_of("figure3")) == 7  # the baseline and six trigger variants
-    assert set(schedulers_of("figure3")) < set(schedulers_of("all"))
+    assert len(schedulers_of("figure3")) == 4  # the baseline and three triggers
+    assert len(schedulers_of("tables")) == 15  # the baseline and the paper's 14 variants
+    assert len(schedulers_of("all")) == 29
+    assert set(schedulers_of("figure3")) < set(schedulers_of("tables")) < set(schedulers_of("all"))
+    assert "stable-queue-16s-blocking" in schedulers_of("tables")
     with pytest.raises(PaperGridError, match="part 'most'"):
         schedulers_of("most")
 
@@ -65,7 +68,7 @@ def test_the_command_lists_its_size_and_refuses_bad_input(
     out = ["bench", "grid", "--out", str(tmp_path), "--configs", str(CONFIGS)]
     assert main([*out, "--list", "--seeds", "1,2"]) == 0
     assert (
-        "12 settings x 2 seeds x 7 configurations = 168 virtual replays" in capsys.readouterr().out
+        "12 settings x 2 seeds x 4 configurations = 96 virtual replays" in capsys.readouterr().out
     )
     assert main([*out, "--seeds", "one"]) == 1
     assert "--seeds one: expected whole numbers" in capsys.readouterr().err
