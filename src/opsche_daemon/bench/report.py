@@ -22,11 +22,12 @@ import csv
 import json
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from opsche_daemon.bench.paper import PaperCell, PaperKey
 from opsche_daemon.trace.result import (
     RESULT_FORMAT,
     ReplayResult,
@@ -413,8 +414,32 @@ def _priorities(n: int) -> str:
     return "1 priority" if n == 1 else f"{n} priorities"
 
 
-def _difference_tables(report: Report) -> list[str]:
+def _paper_text(cell: PaperCell | None, metric: Metric) -> str:
+    if cell is None:
+        return ""
+    stat = Stat(cell.mean, cell.std, 5)
+    return f" (paper {format_stat(stat, metric)})"
+
+
+def _difference_tables(
+    report: Report, paper: Mapping[PaperKey, PaperCell] | None = None
+) -> list[str]:
     index = {(c.setting, c.scheduler, c.metric, c.priority): c.stat for c in report.differences}
+
+    def published(setting: Setting, label: str, name: str, level: str) -> PaperCell | None:
+        if paper is None or setting.mean_interarrival_s is None:
+            return None
+        return paper.get(
+            PaperKey(
+                name,
+                setting.nodes,
+                setting.priorities,
+                setting.mean_interarrival_s,
+                label,
+                level,
+            )
+        )
+
     lines: list[str] = []
     settings = sorted({p.setting for p in report.pairs}, key=lambda s: s.order)
     for name, metric in DIFFERENCE_METRICS.items():
@@ -428,9 +453,19 @@ def _difference_tables(report: Report) -> list[str]:
             for label in labels:
                 for level in levels:
                     head = label if level == TOTAL else f"{label} · p{level}"
-                    cells = [index.get((s, label, name, level)) for s in columns]
+                    cells = [
+                        (index.get((s, label, name, level)), published(s, label, name, level))
+                        for s in columns
+                    ]
                     rows.append(
-                        [head, *(_DASH if c is None else format_stat(c, metric) for c in cells)]
+                        [
+                            head,
+                            *(
+                                (_DASH if c is None else format_stat(c, metric))
+                                + _paper_text(p, metric)
+                                for c, p in cells
+                            ),
+                        ]
                     )
             lines += [
                 "",
@@ -466,12 +501,13 @@ def _ceiling_table(report: Report) -> list[str]:
     return _table(head, rows)
 
 
-def format_markdown(report: Report) -> str:
+def format_markdown(report: Report, paper: Mapping[PaperKey, PaperCell] | None = None) -> str:
     """The report as Markdown: a header, the paired tables (as the paper's Tables 5-14), ceilings.
 
     One table per metric and priority configuration; rows are scheduler configurations (with a
     row per priority level for latency and deletions when there are several), columns the
-    settings. Cells are mean ± sample std over the traces (seeds) of the setting.
+    settings. Cells are mean ± sample std over the traces (seeds) of the setting; with ``paper``
+    (``bench.paper.load_paper``), the paper's own cell follows in parentheses where it has one.
     """
     lines = [
         "# Replay report",
@@ -509,7 +545,13 @@ def format_markdown(report: Report) -> str:
             ],
         )
         lines += ["", f"## Paired differences (opsche {_MINUS} {BASELINE})"]
-        lines += _difference_tables(report)
+        if paper is not None:
+            lines += [
+                "",
+                "In parentheses: the paper's number for the same setting and variant (seed "
+                "000, Tables 5-24: five seeds of 2 h traces), where it has one.",
+            ]
+        lines += _difference_tables(report, paper)
     else:
         lines += ["", "No opsche run could be paired with a kube-scheduler run of its trace."]
     if report.ceilings:

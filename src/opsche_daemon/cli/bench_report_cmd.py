@@ -36,6 +36,12 @@ def add_report_parser(sub: Any) -> None:
         metavar="OUTDIR",
         help="where report.md, report.csv and figure.png go (default DIR)",
     )
+    report.add_argument(
+        "--paper",
+        action="store_true",
+        help="print seed 000's published number (Tables 5-24) beside each cell it has "
+        "(comparable for 2 h traces of the paper's settings)",
+    )
     report.set_defaults(handler=_report)
 
 
@@ -58,7 +64,12 @@ def _report(args: argparse.Namespace) -> int:
     if not results:
         raise UserError(f"{directory}: no replay result files (*.json) found")
     report = build_report(results)
-    markdown = format_markdown(report)
+    paper = None
+    if args.paper:
+        from opsche_daemon.bench.paper import load_paper  # noqa: PLC0415
+
+        paper = load_paper()
+    markdown = format_markdown(report, paper)
     try:
         output.mkdir(parents=True, exist_ok=True)
         (output / "report.md").write_text(markdown)

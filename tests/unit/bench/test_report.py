@@ -350,6 +350,9 @@ def test_cli_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     capsys.readouterr()
     assert sorted(p.name for p in elsewhere.iterdir()) == ["figure.png", "report.csv", "report.md"]
 
+    assert main(["bench", "report", str(results), "-o", str(elsewhere), "--paper"]) == 0
+    assert "| periodic | +1.5 ± 0.5 (paper +2.1 ± 1.1) |" in capsys.readouterr().out
+
 
 @pytest.mark.parametrize("kind", ["empty", "missing", "malformed"])
 def test_cli_errors_are_one_plain_line(
@@ -394,3 +397,19 @@ def test_virtual_runs_pair_only_with_a_virtual_baseline_and_the_report_says_so()
     assert report.backends == ("cluster", "virtual")
     assert "opsche with plans off (`--trigger none`)" in format_markdown(report)
     assert "Virtual time" not in format_markdown(build_report(three_seeds()))
+
+
+def test_the_papers_numbers_follow_ours_where_it_has_the_setting_and_variant() -> None:
+    from opsche_daemon.bench.paper import PaperKey, load_paper  # noqa: PLC0415
+
+    paper = load_paper()
+    assert len(paper) == 3024  # Tables 5-24, every cell
+    # Spot checks against the paper's text (Table 5; Table 8's per-priority rows).
+    assert paper[PaperKey("usage_pp", 16, 1, 8.0, "periodic", "total")].mean == 2.1
+    cell = paper[PaperKey("latency_mean_ms", 32, 4, 16.0, "stable-queue", "1")]
+    assert (cell.mean, cell.std, cell.table) == (-1216.0, 2585.0, 8)
+    text = format_markdown(build_report(three_seeds() + four_priorities()), paper)
+    assert "| periodic | +1.5 ± 0.5 (paper +2.1 ± 1.1) |" in text
+    assert "| periodic | 41 ± 1.0 (paper 46 ± 9.7) |" in text  # solver runs
+    assert "| stable-queue · p1 | -1000 (n=1) (paper -1216 ± 2585) |" in text
+    assert "(paper" not in format_markdown(build_report(three_seeds()))  # only when asked
