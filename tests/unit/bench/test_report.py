@@ -400,7 +400,7 @@ def test_virtual_runs_pair_only_with_a_virtual_baseline_and_the_report_says_so()
 
 
 def test_the_papers_numbers_follow_ours_where_it_has_the_setting_and_variant() -> None:
-    from opsche_daemon.bench.paper import PaperKey, load_paper  # noqa: PLC0415
+    from opsche_daemon.bench.paper import PaperKey, load_paper
 
     paper = load_paper()
     assert len(paper) == 3024  # Tables 5-24, every cell
