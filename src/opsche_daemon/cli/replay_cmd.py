@@ -97,6 +97,14 @@ def add_trace_replay_parser(sub: Any) -> None:
     virtual.add_argument("--no-preemption", action="store_true", help="disable default preemption")
     add_trigger_timing(virtual)
     _solver_time(virtual)
+    virtual.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="profile the replay (cProfile, all of opsche's own code; the solver's thread shows "
+        "as waits) into FILE (pstats) and print where the real time went",
+    )
     parser.set_defaults(handler=_trace_replay)
 
 
@@ -145,6 +153,7 @@ def _trace_replay(args: argparse.Namespace) -> int:
             ("--period", args.period),
             ("--stable-window", args.stable_window),
             ("--solver-time", None if args.solver_time == "real" else args.solver_time),
+            ("--profile", args.profile),
         )
         if value is not None
     ]
@@ -202,18 +211,44 @@ def _virtual_replay(args: argparse.Namespace) -> int:
     configure_logging("warning")  # opsche's per-pod lines would drown the replay's progress
     _interruptible()
     _say(f"replaying {args.trace} ({trace.nodes} nodes) in virtual time under opsche ({label})")
+    profiler = None
+    if args.profile is not None:
+        import cProfile  # noqa: PLC0415
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     try:
         result = replay_virtual_to_file(
             trace, args.trace, options, config, args.output, out=_say, solver_time=args.solver_time
         )
     except (ReplayError, ProfileError) as exc:
         raise UserError(str(exc)) from None
+    finally:
+        if profiler is not None:
+            profiler.disable()
+    if profiler is not None:
+        _write_profile(profiler, args.profile)
     print(_summary_line(result))
     _say(
         f"result written to {args.output} ({result.duration_s:.0f} virtual s in "
         f"{result.environment['real_s']:.1f} real s)"
     )
     return 0
+
+
+def _write_profile(profiler: Any, path: Path) -> None:
+    """The pstats file, and the functions that took the most time themselves, on stderr."""
+    import io  # noqa: PLC0415
+    import pstats  # noqa: PLC0415
+
+    try:
+        profiler.dump_stats(path)
+    except OSError as exc:
+        raise UserError(f"--profile {path}: cannot write: {exc.strerror or exc}") from None
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(15)
+    _say(text.getvalue().rstrip())
+    _say(f"profile written to {path} (python -m pstats {path})")
 
 
 def _cluster_replay(args: argparse.Namespace) -> int:

@@ -74,6 +74,7 @@ SAMPLE = Path(__file__).parents[3] / "traces" / "samples" / "n4-p1-iat8-15min-se
         (["--backend", "virtual", "--metrics-url", "http://x"], "are for --backend cluster"),
         (["--period", "4"], "--period: opsche's settings apply with --backend virtual"),
         (["--solver-time", "limit"], "--solver-time: opsche's settings apply"),
+        (["--profile", "p.pstats"], "--profile: opsche's settings apply"),
     ],
 )
 def test_trace_replay_keeps_each_backends_flags_to_it(
@@ -93,13 +94,25 @@ def test_a_virtual_replay_writes_a_result_from_one_command(
     monkeypatch.setattr(logs, "configure_logging", lambda _level: None)
     out = tmp_path / "r.json"
     argv = ["trace", "replay", str(SAMPLE), "--backend", "virtual", "--trigger", "none"]
-    flags = ["--duration", "60", "--solver-time", "limit", "--period", "4"]
+    profile = tmp_path / "replay.pstats"
+    flags = [
+        "--duration",
+        "60",
+        "--solver-time",
+        "limit",
+        "--period",
+        "4",
+        "--profile",
+        str(profile),
+    ]
     assert main([*argv, *flags, "-o", str(out)]) == 0
     captured = capsys.readouterr()
     last = captured.out.splitlines()[-1]  # after opsche's own lines
     assert last.startswith("none: usage ")
     assert "(to bound " in last  # the latency split at the Binding
     assert "virtual s in" in captured.err
+    assert profile.stat().st_size > 0
+    assert "function calls" in captured.err  # where the real time went
     written = json.loads(out.read_text())
     environment = written["environment"]
     assert (environment["backend"], environment["solver_time"]) == ("virtual", "limit")
