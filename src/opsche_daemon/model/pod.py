@@ -247,6 +247,17 @@ def _weighted(raw: Mapping[str, Any] | None, key: str) -> tuple[WeightedPodAffin
     )
 
 
+def _unschedulable_message(status: Mapping[str, Any]) -> str | None:
+    for condition in status.get("conditions") or ():
+        if (
+            condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and condition.get("reason") == "Unschedulable"
+        ):
+            return str(condition.get("message") or "")
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Pod:
     """Everything the scheduler, the optimiser and plan validation read from a pod."""
@@ -281,6 +292,9 @@ class Pod:
     unsupported_volumes: tuple[str, ...] = ()
     created: float = 0.0
     deleting: bool = False
+    # The message of its PodScheduled=False/Unschedulable condition, if it has one: a scheduler
+    # that failed it again for the same reason writes nothing (as upstream's updatePod).
+    unschedulable_message: str | None = None
 
     @property
     def key(self) -> str:
@@ -365,6 +379,7 @@ class Pod:
             scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
             node_name=str(spec.get("nodeName") or ""),
             nominated_node_name=str(status.get("nominatedNodeName") or ""),
+            unschedulable_message=_unschedulable_message(status),
             phase=str(status.get("phase") or "Pending"),
             priority=int(spec.get("priority") or 0),
             preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),

@@ -4,6 +4,10 @@
   ``pop()`` waits on it.
 * **backoff**: pods that failed recently wait ``1 s * 2^(attempts-1)``, capped at 10 s, so a pod
   that keeps failing does not starve the others; a periodic flush moves expired ones to active.
+  When active is empty, ``pop()`` takes a backed-off pod at once instead of idling (upstream's
+  ``SchedulerPopFromBackoffQ``, on by default since 1.33): the one whose backoff ends first, in
+  1 s windows, then by priority and arrival. Pods backing off after an error (an API failure, a
+  bind conflict) are not taken early, as upstream's separate error backoff queue.
 * **unschedulable**: pods no node fits. They stay until a cluster event that could make them fit
   (node added or changed, pod deleted) moves them out, or until they have waited 5 minutes (the
   periodic leftover flush), as upstream ``podMaxInUnschedulablePodsDuration``.
@@ -21,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -33,6 +38,7 @@ from opsche_daemon.model.pod import Pod
 __all__ = ["QueuedPod", "SchedulingQueue"]
 
 Clock = Callable[[], float]
+_BACKOFF_WINDOW_S = 1.0  # upstream's backoffQOrderingWindowDuration
 
 
 @dataclass
@@ -47,6 +53,7 @@ class QueuedPod:
     backoff_until: float = 0.0
     unschedulable_plugins: set[str] = field(default_factory=set)
     gate: Status | None = None
+    error_backoff: bool = False  # backing off after an error: never popped before it ends
 
     @property
     def key(self) -> str:
@@ -90,6 +97,8 @@ class SchedulingQueue:
         if pool is not None:
             self._where[key] = pool
             self._sizes[pool] += 1
+            if pool == "backoff" and not self._infos[key].error_backoff:
+                self._wakeup.set()  # an idle pop() may take it now
 
     def __contains__(self, key: str) -> bool:
         return key in self._where
@@ -173,13 +182,33 @@ class SchedulingQueue:
             info = self._infos.get(key)
             if info is None or self._where.get(key) != "active" or info.enqueued_at != enqueued_at:
                 continue  # stale entry: deleted, moved or re-pushed since
-            self._place(key, "inflight")
-            self._cycle += 1
-            info.attempts += 1
-            if info.initial_attempt_at is None:
-                info.initial_attempt_at = self._clock()
-            return info
-        return None
+            return self._in_flight(info)
+        info = self._first_backed_off()
+        return None if info is None else self._in_flight(info)
+
+    def _in_flight(self, info: QueuedPod) -> QueuedPod:
+        self._place(info.key, "inflight")
+        self._cycle += 1
+        info.attempts += 1
+        if info.initial_attempt_at is None:
+            info.initial_attempt_at = self._clock()
+        return info
+
+    def _first_backed_off(self) -> QueuedPod | None:
+        """The backed-off pod upstream's backoffQ would give when active is empty (no errors)."""
+        best: QueuedPod | None = None
+        best_rank: tuple[float, int, float, str] | None = None
+        for key, where in self._where.items():
+            if where != "backoff":
+                continue
+            info = self._infos[key]
+            if info.error_backoff:
+                continue
+            window = math.floor(info.backoff_until / _BACKOFF_WINDOW_S)
+            rank = (window, -info.pod.priority, info.enqueued_at, key)
+            if best_rank is None or rank < best_rank:
+                best, best_rank = info, rank
+        return best
 
     async def pop(self) -> QueuedPod:
         """The next pod to schedule (waits until there is one). Raises CancelledError on close."""
@@ -212,6 +241,7 @@ class SchedulingQueue:
         if info.key not in self._infos:
             return  # deleted while in flight
         info.unschedulable_plugins = plugins
+        info.error_backoff = not plugins  # no plugin to blame: upstream's error backoff queue
         info.backoff_until = self._clock() + self._backoff(info)
         if self._move_request_cycle >= cycle:
             self._place(info.key, "backoff")
@@ -223,6 +253,7 @@ class SchedulingQueue:
         """An error (API failure, bind conflict): retry after backoff."""
         if info.key not in self._infos:
             return
+        info.error_backoff = True
         info.backoff_until = self._clock() + self._backoff(info)
         self._place(info.key, "backoff")
 

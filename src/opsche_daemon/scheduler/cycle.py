@@ -342,7 +342,11 @@ class Scheduler:
         self.binder.event(pod, "FailedScheduling", message, type_="Warning")
         for hook in self.on_unschedulable:
             hook(pod)
-        self._spawn(self._set_condition(pod, message, nominated), f"condition:{pod.key}")
+        unchanged = pod.unschedulable_message == message and (
+            nominated is None or nominated == pod.nominated_node_name
+        )
+        if not unchanged:  # as upstream's updatePod: no write when nothing would change
+            self._spawn(self._set_condition(pod, message, nominated), f"condition:{pod.key}")
 
     def _handle_binding_failure(self, info: QueuedPod, decision: _Decision, exc: Exception) -> None:
         """Forget the assumption, Unreserve, and retry the pod unless it went away meanwhile."""

@@ -86,3 +86,15 @@ def test_controller_owner_and_protection_markers() -> None:
     )
     assert pod.owner is not None and pod.owner.kind == "DaemonSet"
     assert pod.is_daemonset and pod.is_mirror
+
+
+def test_the_unschedulable_condition_message_is_read_and_only_that_condition() -> None:
+    def with_conditions(*conditions: dict[str, str]) -> Pod:
+        return Pod.from_api({"metadata": {"name": "p"}, "status": {"conditions": list(conditions)}})
+
+    failed = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "m"}
+    assert with_conditions(failed).unschedulable_message == "m"
+    assert with_conditions().unschedulable_message is None
+    gated = {**failed, "reason": "SchedulingGated"}
+    assert with_conditions(gated).unschedulable_message is None
+    assert with_conditions({**failed, "status": "True"}).unschedulable_message is None

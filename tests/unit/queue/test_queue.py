@@ -165,3 +165,75 @@ async def test_pool_sizes_stay_exact_through_every_transition(
     assert (
         queue.counts() == recount() == {"active": 3, "backoff": 0, "unschedulable": 0, "gated": 0}
     )
+
+
+# --- SchedulerPopFromBackoffQ (upstream, on by default since 1.33) ------------------------------
+
+
+async def backed_off(queue: SchedulingQueue, name: str, priority: int = 0) -> None:
+    """Add ``name``, fail it as unschedulable while an event arrives: it lands in backoff."""
+    queue.add(pod(name, priority=priority))
+    info = await pop_now_info(queue)
+    cycle = queue.scheduling_cycle
+    queue.move_all_to_active_or_backoff("AssignedPodDelete")
+    queue.requeue_unschedulable(info, {"NodeResourcesFit"}, cycle)
+    assert queue.where(info.key) == "backoff"
+
+
+async def test_with_active_empty_a_backed_off_pod_is_tried_at_once(
+    queue: SchedulingQueue, clock: FakeClock
+) -> None:
+    await backed_off(queue, "p")
+    info = queue.info("default/p")
+    assert info is not None
+    assert info.backoff_until > clock.now  # its backoff has not ended
+    assert await pop_now(queue) == "default/p"
+    assert info.attempts == 2
+
+
+async def test_active_pods_go_before_backed_off_ones(queue: SchedulingQueue) -> None:
+    await backed_off(queue, "backed-off", priority=10)
+    queue.add(pod("fresh", priority=1))
+    assert [await pop_now(queue) for _ in range(2)] == ["default/fresh", "default/backed-off"]
+
+
+async def test_backed_off_pods_go_by_backoff_window_then_priority(
+    queue: SchedulingQueue, clock: FakeClock
+) -> None:
+    await backed_off(queue, "early-low", priority=1)
+    clock.now += 0.25  # the same 1 s window of backoff expiry
+    await backed_off(queue, "early-high", priority=10)
+    clock.now += 1.0  # a later window
+    await backed_off(queue, "late-top", priority=100)
+    assert [await pop_now(queue) for _ in range(3)] == [
+        "default/early-high",
+        "default/early-low",
+        "default/late-top",
+    ]
+
+
+async def test_pods_backing_off_after_an_error_wait_it_out(
+    queue: SchedulingQueue, clock: FakeClock
+) -> None:
+    queue.add(pod("p"))
+    queue.requeue_error(await pop_now_info(queue))  # a bind conflict, an API failure
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(queue.pop(), 0.05)
+    clock.now += 1.0
+    assert queue.flush_backoff_completed() == 1
+    assert await pop_now(queue) == "default/p"
+
+
+async def test_an_idle_pop_wakes_when_an_event_moves_a_pod_to_backoff(
+    queue: SchedulingQueue,
+) -> None:
+    queue.add(pod("p"))
+    info = await pop_now_info(queue)
+    queue.requeue_unschedulable(info, {"NodeResourcesFit"}, queue.scheduling_cycle)
+    assert queue.where("default/p") == "unschedulable"
+    waiter = asyncio.create_task(queue.pop())
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    queue.move_all_to_active_or_backoff("NodeAdd")  # within its backoff: to backoff, not active
+    assert queue.where("default/p") in ("backoff", "inflight")
+    assert (await asyncio.wait_for(waiter, 1)).key == "default/p"

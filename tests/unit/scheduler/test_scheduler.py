@@ -546,3 +546,20 @@ async def test_run_waits_for_new_pods_and_survives_a_failing_cycle() -> None:
         assert not task.done()
     assert [k for k, _ in e.binder.bound] == ["ns/first", "ns/second"]
     assert e.queue.where("ns/too-big") == "unschedulable"
+
+
+async def test_a_pod_failing_again_for_the_same_reason_is_not_patched_again() -> None:
+    e = make_env(nodes=(node("n1"),))
+    e.scheduler.events.pod_changed(pod("big", 6000))
+    await e.cycle()
+    message = "0/1 nodes are available: 1 Insufficient cpu."
+    assert e.binder.conditions == [("ns/big", message, None)]
+    # The watch brings the condition back on the pod; a node event sends the pod round again.
+    conditioned = replace(pod("big", 6000), unschedulable_message=message)
+    e.scheduler.events.pod_changed(conditioned)
+    e.clock.now += 1.0
+    e.scheduler.events.node_changed(replace(node("n1"), labels={"changed": "yes"}))
+    e.queue.activate(["ns/big"])
+    await e.cycle()
+    assert len(e.binder.events_for("ns/big", "FailedScheduling")) == 2  # reported again
+    assert e.binder.conditions == [("ns/big", message, None)]  # but not written again
