@@ -26,7 +26,7 @@ from opsche_daemon.localcluster.versions import load_versions
 from opsche_daemon.replay.replayer import Printer, ReplayOptions
 from opsche_daemon.replay.run import replay_to_file
 from opsche_daemon.trace.model import Trace, read_trace
-from opsche_daemon.trace.result import ResultFileError, SchedulerRun, read_result, write_result
+from opsche_daemon.trace.result import ReplayResult, ResultFileError, SchedulerRun, read_result
 
 __all__ = [
     "BASELINE",
@@ -178,8 +178,13 @@ def _run_one(
             if daemon is not None:
                 pids["opsche"] = daemon.process.pid
             before = _cpu(pids)
-            replay_to_file(layout.kubeconfig, trace, run.trace_path, run_options, output, out)
-            _record_cpu(output, before, _cpu(pids))
+
+            def record_cpu(result: ReplayResult) -> None:
+                result.environment["cpu_s"] = _cpu_used(before, _cpu(pids))
+
+            replay_to_file(
+                layout.kubeconfig, trace, run.trace_path, run_options, output, out, record_cpu
+            )
             if daemon is not None and daemon.process.poll() is not None:
                 # A run whose scheduler died is not a result: keep it aside, never resume past it.
                 output.replace(output.with_suffix(".failed"))
@@ -209,18 +214,16 @@ def _cpu(pids: dict[str, int]) -> dict[str, float | None]:
     }
 
 
-def _record_cpu(
-    output: Path, before: Mapping[str, float | None], after: Mapping[str, float | None]
-) -> None:
-    """Add each process's CPU seconds over the replay to its result: where the cores went."""
+def _cpu_used(
+    before: Mapping[str, float | None], after: Mapping[str, float | None]
+) -> dict[str, float]:
+    """Each process's CPU seconds over the replay (those seen at both ends): where cores went."""
     used = {}
     for name, start in before.items():
         end = after.get(name)
         if start is not None and end is not None:
             used[name] = round(end - start, 2)
-    result = read_result(output)
-    result.environment["cpu_s"] = used
-    write_result(result, output)
+    return used
 
 
 def check_resumable(

@@ -46,10 +46,6 @@ class Repaired:
     dropped: tuple[str, ...]
 
 
-def _key(action: Action) -> str:
-    return action.key
-
-
 def _into(action: Action) -> str | None:
     """The node an action brings a pod onto."""
     if isinstance(action, Placement):
@@ -84,11 +80,11 @@ def _settle(
     dropped: list[str] = []
     for _ in range(len(actions) + 1):  # each pass drops at least one action, or stops
         found = checker.check(_with(plan, actions))
-        wrong = [a for a in actions if _key(a) in found.by_pod]
+        wrong = [a for a in actions if a.key in found.by_pod]
         if wrong:
             for action in wrong:
                 actions.remove(action)
-                dropped.append(_describe(action, found.by_pod[_key(action)][0]))
+                dropped.append(_describe(action, found.by_pod[action.key][0]))
             continue
         if not found.by_node:
             break
@@ -96,7 +92,7 @@ def _settle(
         incoming = [a for a in actions if _into(a) == node]
         if not incoming:
             break  # over without anything of the plan's arriving: the final check refuses it
-        action = min(incoming, key=lambda a: (a.priority, _key(a)))
+        action = min(incoming, key=lambda a: (a.priority, a.key))
         actions.remove(action)
         dropped.append(_describe(action, found.by_node[node][0]))
     return actions, dropped
@@ -123,7 +119,7 @@ def repair_plan(
     # without it: a repair must not evict a pod for lower-priority ones (the solver never does).
     disruptions = sorted(
         (a for a in actions if not isinstance(a, Placement)),
-        key=lambda a: (not isinstance(a, Eviction), -a.priority, _key(a)),
+        key=lambda a: (not isinstance(a, Eviction), -a.priority, a.key),
     )
     for action in disruptions:
         if action not in actions:

@@ -11,6 +11,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,9 +79,16 @@ def replay_to_file(
     options: ReplayOptions,
     output: Path,
     out: Printer = print,
+    finish: Callable[[ReplayResult], None] | None = None,
 ) -> ReplayResult:
-    """Replay and write the result atomically to ``output``; Ctrl-C leaves no file behind."""
+    """Replay and write the result atomically to ``output``; Ctrl-C leaves no file behind.
+
+    ``finish`` may add to the result once the replay is over, before it is written (the
+    benchmark's CPU accounting).
+    """
     result = asyncio.run(_replay(kubeconfig, trace, trace_info(trace, trace_path), options, out))
+    if finish is not None:
+        finish(result)
     result.environment.setdefault("cpus", os.cpu_count())
     result.environment.setdefault("python", sys.version.split()[0])
     result.environment.setdefault("machine", platform.machine())
