@@ -41,6 +41,11 @@ __all__ = ["VIRTUAL_BASELINE", "replay_virtual", "replay_virtual_to_file", "virt
 
 VIRTUAL_BASELINE = "baseline-none"  # opsche --trigger none, standing in for kube-scheduler
 _SYNC_STEP_S = 0.001  # how finely the virtual clock follows real time while a thread works
+# looptime spins 42 idle loop cycles before each jump of the clock by default, in case a thread or
+# socket is about to wake the loop. Here nothing outside the loop can: the only thread is the
+# solver's, which looptime tracks by its future and steps real time for. One cycle keeps the jump
+# safe and halves a baseline replay (2 h, 16 nodes: 28.9 s -> 13.4 s of real time).
+_NOOP_CYCLES = 1
 
 
 async def replay_virtual(
@@ -86,7 +91,7 @@ async def replay_virtual(
 
 def virtual_loop() -> asyncio.AbstractEventLoop:
     """A fresh event loop on the virtual clock (starting at 0), for ``asyncio.Runner``."""
-    return looptime.new_event_loop(start=0.0, idle_step=_SYNC_STEP_S)
+    return looptime.new_event_loop(start=0.0, idle_step=_SYNC_STEP_S, noop_cycles=_NOOP_CYCLES)
 
 
 def replay_virtual_to_file(
