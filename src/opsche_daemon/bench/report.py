@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 from opsche_daemon.bench.paper import PaperCell, PaperKey
 from opsche_daemon.trace.result import (
     RESULT_FORMAT,
+    DeletionCause,
     ReplayResult,
     ResultFileError,
     result_from_json,
@@ -48,6 +49,7 @@ __all__ = [
     "Setting",
     "Stat",
     "build_report",
+    "disruptions_per_placed",
     "format_markdown",
     "format_stat",
     "load_results",
@@ -86,9 +88,19 @@ DIFFERENCE_METRICS: dict[str, Metric] = {
     "latency_mean_ms": Metric(
         "Δ scheduling latency, mean (ms)", 0, 0, signed=True, per_priority=True
     ),
+    "latency_p50_ms": Metric("Δ scheduling latency, p50 (ms)", 0, 0, signed=True),
+    "latency_p95_ms": Metric("Δ scheduling latency, p95 (ms)", 0, 0, signed=True),
     "disruptions": Metric("Δ pod deletions (disruptions)", 1, 1, signed=True, per_priority=True),
     "solver_runs": Metric("Solver runs (opsche)", 0, 1, signed=False),
     "plan_activations": Metric("Plan activations (opsche)", 0, 1, signed=False),
+    "plan_pods_placed": Metric("Pending pods placed by plans (opsche)", 0, 1, signed=False),
+    "disruptions_per_placed": Metric(
+        "Plan disruptions per placed pod (opsche; moves and evictions of every pod, "
+        "initial ones included, over the pending pods plans placed)",
+        2,
+        2,
+        signed=False,
+    ),
 }
 """Paired metrics (per run: opsche minus kube-scheduler on the same trace, or opsche's own)."""
 
@@ -99,6 +111,13 @@ CEILING_METRICS: dict[str, Metric] = {
     "share_of_pooled_pct": Metric("usage / pooled %", 1, 1, signed=False),
 }
 """Absolute metrics of every run, kube-scheduler included."""
+
+
+GOAL_SHARE_OF_POOLED_PCT: dict[int, float] = {1: 99.5}
+"""opsche's usage goal as a share of the pooled bound, by priority levels (others: the default)."""
+GOAL_SHARE_DEFAULT_PCT = 99.0
+GOAL_DISRUPTIONS_PER_PLACED = 1.0
+"""At most one move or eviction per pending pod a plan places."""
 
 
 class Setting(NamedTuple):
@@ -206,9 +225,13 @@ class Pair:
         out: dict[tuple[str, str], float | None] = {
             ("usage_pp", TOTAL): (op.effective_usage - ks.effective_usage) * 100.0,
             ("latency_mean_ms", TOTAL): _minus(op.latency_mean_ms, ks.latency_mean_ms),
+            ("latency_p50_ms", TOTAL): _minus(op.latency_p50_ms, ks.latency_p50_ms),
+            ("latency_p95_ms", TOTAL): _minus(op.latency_p95_ms, ks.latency_p95_ms),
             ("disruptions", TOTAL): float(op.disruptions - ks.disruptions),
             ("solver_runs", TOTAL): _float(op.solver_runs),
             ("plan_activations", TOTAL): _float(op.plan_activations),
+            ("plan_pods_placed", TOTAL): _float(op.plan_pods_placed),
+            ("disruptions_per_placed", TOTAL): disruptions_per_placed(self.run),
         }
         if self.setting.priorities > 1:
             for level in range(1, self.setting.priorities + 1):
@@ -221,6 +244,25 @@ class Pair:
                     op.disruptions_by_priority.get(key, 0) - ks.disruptions_by_priority.get(key, 0)
                 )
         return out
+
+
+def disruptions_per_placed(result: ReplayResult) -> float | None:
+    """Plan evictions (every pod's) per pending pod plans placed; None where either is unknown.
+
+    The goal is at most one (``GOAL_DISRUPTIONS_PER_PLACED``). Evictions are plans' only
+    Eviction API calls, so the ``evicted`` cause counts their moves and evictions, initial pods
+    included (from the pod records where the summary predates ``all_disruptions_by_cause``). A
+    run whose plans placed nothing has no ratio (its evictions show in the deletions table).
+    """
+    placed = result.summary.plan_pods_placed
+    if not placed:
+        return None
+    causes = result.summary.all_disruptions_by_cause
+    if causes is not None:
+        evicted = causes.get(DeletionCause.EVICTED.value, 0)
+    else:
+        evicted = sum(1 for p in result.pods if p.cause is DeletionCause.EVICTED)
+    return evicted / placed
 
 
 def _float(value: float | int | None) -> float | None:
@@ -501,6 +543,70 @@ def _ceiling_table(report: Report) -> list[str]:
     return _table(head, rows)
 
 
+def _goal_cell(
+    stat: Stat | None, goal: float, *, at_least: bool, digits: int
+) -> tuple[str, bool | None]:
+    """``99.62 ✓`` or ``99.40 ✗ 0.10 short``: the mean against its goal, and whether it met it."""
+    if stat is None:
+        return _DASH, None
+    met = stat.mean >= goal if at_least else stat.mean < goal
+    value = _number(stat.mean, digits, signed=not at_least and goal == 0)
+    if met:
+        return f"{value} ✓", True
+    gap = _number(abs(stat.mean - goal), digits, signed=False)
+    return f"{value} ✗ {gap} {'short' if at_least else 'over'}", False
+
+
+def _goals_table(report: Report) -> list[str]:
+    """Each opsche configuration per setting against the usage, latency and disruption goals."""
+    diff = {(c.setting, c.scheduler, c.metric): c.stat for c in report.differences}
+    ceiling = {(c.setting, c.scheduler, c.metric): c.stat for c in report.ceilings}
+    keys = sorted({(p.setting, p.label) for p in report.pairs}, key=lambda k: (k[0].order, k[1]))
+    rows = []
+    for setting, label in keys:
+        share_goal = GOAL_SHARE_OF_POOLED_PCT.get(setting.priorities, GOAL_SHARE_DEFAULT_PCT)
+        cells = [
+            _goal_cell(
+                ceiling.get((setting, label, "share_of_pooled_pct")),
+                share_goal,
+                at_least=True,
+                digits=2,
+            ),
+            _goal_cell(diff.get((setting, label, "latency_p50_ms")), 0.0, at_least=False, digits=0),
+            _goal_cell(diff.get((setting, label, "latency_p95_ms")), 0.0, at_least=False, digits=0),
+            _goal_cell(
+                diff.get((setting, label, "disruptions_per_placed")),
+                GOAL_DISRUPTIONS_PER_PLACED + 1e-12,  # "at most one": exactly one meets it
+                at_least=False,
+                digits=2,
+            ),
+        ]
+        runs = sum(1 for p in report.pairs if (p.setting, p.label) == (setting, label))
+        rows.append(
+            [
+                setting.label,
+                label,
+                str(runs),
+                f"{share_goal:g}",
+                *(text for text, _ in cells),
+                f"{sum(met is True for _, met in cells)} of "
+                f"{sum(met is not None for _, met in cells)}",
+            ]
+        )
+    head = [
+        "setting",
+        "scheduler",
+        "runs",
+        "goal %",
+        "usage / pooled %",
+        "Δ p50 ms (goal < 0)",
+        "Δ p95 ms (goal < 0)",
+        f"disruptions per placed pod (goal ≤ {GOAL_DISRUPTIONS_PER_PLACED:g})",
+        "met",
+    ]
+    return _table(head, rows)
+
+
 def format_markdown(report: Report, paper: Mapping[PaperKey, PaperCell] | None = None) -> str:
     """The report as Markdown: a header, the paired tables (as the paper's Tables 5-14), ceilings.
 
@@ -554,6 +660,19 @@ def format_markdown(report: Report, paper: Mapping[PaperKey, PaperCell] | None =
         lines += _difference_tables(report, paper)
     else:
         lines += ["", "No opsche run could be paired with a kube-scheduler run of its trace."]
+    if report.pairs:
+        lines += [
+            "",
+            "## Against the goals",
+            "",
+            "Means over the paired traces of each setting: usage as a share of the pooled bound "
+            "(goal: 99.5 % with one priority, 99 % with more), the paired p50 and p95 latency "
+            f"differences (goal: below {BASELINE}'s), and plans' moves and evictions of every "
+            "pod per pending pod they placed (goal: at most one). ✗ says by how much a mean "
+            "misses.",
+            "",
+        ]
+        lines += _goals_table(report)
     if report.ceilings:
         lines += [
             "",

@@ -103,6 +103,9 @@ def _run_job(job: _Job) -> tuple[str, float]:
         f"usage {s.effective_usage:.2%} (pooled {s.pooled_usage:.2%}), p50 {p50}, "
         f"disruptions {s.disruptions}, solver runs {s.solver_runs}"
     )
+    if s.plan_pods_placed and s.all_disruptions_by_cause is not None:
+        evicted = s.all_disruptions_by_cause.get("evicted", 0)
+        line += f", {evicted / s.plan_pods_placed:.2f} evictions per placed pod"
     return line, time.monotonic() - started
 
 

@@ -296,10 +296,16 @@ def _summary_line(result: Any) -> str:
     split = ""
     if s.binding_p50_ms is not None and s.start_p50_ms is not None:
         split = f" (to bound {s.binding_p50_ms:.0f}, bound to Running {s.start_p50_ms:.0f})"
+    plans = ""
+    if s.plan_pods_placed is not None and s.all_disruptions_by_cause is not None:
+        plans = (
+            f", plans placed {s.plan_pods_placed} pending pods with "
+            f"{s.all_disruptions_by_cause.get('evicted', 0)} evictions (initial pods included)"
+        )
     return (
         f"{result.scheduler.label}: usage {s.effective_usage:.1%} (capped demand "
         f"{s.limit_usage:.1%}, pooled bound {s.pooled_usage:.1%}), latency p50 {p50} ms"
-        f"{split}, disruptions {s.disruptions}, pending at end {s.pending_at_end}"
+        f"{split}, disruptions {s.disruptions}{plans}, pending at end {s.pending_at_end}"
     )
 
 

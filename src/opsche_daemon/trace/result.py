@@ -152,6 +152,11 @@ class Summary:
     # arriving pods that ran; null for results made before pods' bound times were recorded.
     binding_p50_ms: float | None = None
     start_p50_ms: float | None = None
+    # Disruptions by cause over every pod, the initial workloads' included. ``disruptions``
+    # follows the paper and leaves those out, but a plan that moves a pod of an initial workload
+    # disrupts its owner all the same: this is what "disruptions per placed pod" divides.
+    # Null for results made before it existed.
+    all_disruptions_by_cause: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)

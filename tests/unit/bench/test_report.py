@@ -17,6 +17,7 @@ from opsche_daemon.bench.report import (
     Setting,
     Stat,
     build_report,
+    disruptions_per_placed,
     format_markdown,
     load_results,
     mean_std,
@@ -25,7 +26,14 @@ from opsche_daemon.bench.report import (
     write_figure,
 )
 from opsche_daemon.cli.main import main
-from opsche_daemon.trace.result import ReplayResult, SchedulerRun, Summary, write_result
+from opsche_daemon.trace.result import (
+    DeletionCause,
+    PodRecord,
+    ReplayResult,
+    SchedulerRun,
+    Summary,
+    write_result,
+)
 
 KS = "kube-scheduler"
 BIG: dict[str, Any] = {"nodes": 32, "priorities": 4, "gap": 16.0}
@@ -413,3 +421,63 @@ def test_the_papers_numbers_follow_ours_where_it_has_the_setting_and_variant() -
     assert "| periodic | 41 ± 1.0 (paper 46 ± 9.7) |" in text  # solver runs
     assert "| stable-queue · p1 | -1000 (n=1) (paper -1216 ± 2585) |" in text
     assert "(paper" not in format_markdown(build_report(three_seeds()))  # only when asked
+
+
+# --- goals -----------------------------------------------------------------------------------
+
+
+def _with(result: ReplayResult, **changes: Any) -> ReplayResult:
+    return replace(result, summary=replace(result.summary, **changes))
+
+
+def test_disruptions_per_placed_counts_every_pods_evictions() -> None:
+    base = run("t", "periodic", usage=0.9)
+    record = PodRecord(
+        name="p", workload="init-1", priority=1, initial=True, created_s=0.0,
+        running_s=0.1, deleted_s=5.0, node="n1", cause=DeletionCause.EVICTED,
+    )  # fmt: skip
+    assert disruptions_per_placed(base) is None  # plans placed nothing (or unknown)
+    counted = _with(
+        base,
+        plan_pods_placed=4,
+        all_disruptions_by_cause={"preempted": 9, "evicted": 6, "deleted": 0},
+    )
+    assert disruptions_per_placed(counted) == pytest.approx(1.5)  # preemptions are not plans'
+    # A summary from before all_disruptions_by_cause: the pod records say it.
+    old = replace(_with(base, plan_pods_placed=2), pods=(record, replace(record, name="q")))
+    assert disruptions_per_placed(old) == pytest.approx(1.0)
+
+
+def test_goals_table_says_what_is_met_and_by_how_much() -> None:
+    ks = run("t1", KS, usage=0.90, latency=100.0, pooled=0.95)
+    good = _with(
+        run("t1", "periodic", usage=0.9456, latency=90.0, pooled=0.95),
+        plan_pods_placed=10,
+        all_disruptions_by_cause={"preempted": 0, "evicted": 10, "deleted": 0},
+    )
+    bad = _with(
+        run("t1", "stable-queue", usage=0.9405, latency=150.0, pooled=0.95),
+        plan_pods_placed=10,
+        all_disruptions_by_cause={"preempted": 0, "evicted": 15, "deleted": 0},
+    )
+    text = format_markdown(build_report([ks, good, bad]))
+    goals = text.split("## Against the goals")[1].split("## Ceilings")[0]
+    rows = {line.split(" | ")[1]: line for line in goals.splitlines() if line.startswith("| 16")}
+    # 0.9456 / 0.95 = 99.54 % >= 99.5; latencies 10 ms below; exactly one eviction per placed pod.
+    assert "99.54 ✓" in rows["periodic"] and "-10 ✓" in rows["periodic"]
+    assert "1.00 ✓" in rows["periodic"] and rows["periodic"].endswith("| 4 of 4 |")
+    # 0.9405 / 0.95 = 99.00 %: 0.50 short; 50 ms slower at p50 and p95; 1.5 per placed pod.
+    assert "99.00 ✗ 0.50 short" in rows["stable-queue"]
+    assert "+50 ✗ 50 over" in rows["stable-queue"]
+    assert "1.50 ✗ 0.50 over" in rows["stable-queue"]
+    assert rows["stable-queue"].endswith("| 0 of 4 |")
+
+
+def test_four_priorities_have_the_lower_usage_goal() -> None:
+    ks = run("t4", KS, usage=0.90, pooled=0.95, **BIG)
+    op = run("t4", "periodic", usage=0.9425, pooled=0.95, **BIG)  # 99.21 %
+    text = format_markdown(build_report([ks, op]))
+    goals = text.split("## Against the goals")[1].split("## Ceilings")[0]
+    (row,) = [line for line in goals.splitlines() if line.startswith("| 32")]
+    assert "| 99 | 99.21 ✓ |" in row
+    assert row.endswith("| 1 of 3 |")  # latency equal (not lower), no plan placements known

@@ -122,6 +122,8 @@ def test_disruptions_by_priority_and_cause_exclude_initial_pods() -> None:
     assert s.disruptions == 2
     assert s.disruptions_by_priority == {"1": 1, "2": 1, "3": 0}
     assert s.disruptions_by_cause == {"preempted": 1, "evicted": 1, "deleted": 0}
+    # ... but a plan (or preemption) that takes an initial pod disrupts its owner all the same:
+    assert s.all_disruptions_by_cause == {"preempted": 2, "evicted": 1, "deleted": 0}
 
 
 def test_counts_bounds_and_pass_through() -> None:
