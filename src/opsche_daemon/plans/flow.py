@@ -68,6 +68,7 @@ class OptimizationFlow:
         self.closed = False  # set at shutdown: no run starts any more
         self.cancel = threading.Event()
         self.last_solved: int | None = None  # state_key() of the last state solved
+        self._solve_s: float | None = None  # the current run's solve, for its closing log line
         self.outcomes: list[RunOutcome] = []  # for tests and logs, in order
         self.failures_in_a_row = 0
         self.not_before = 0.0  # clock() before which no run starts (after failed runs)
@@ -162,6 +163,7 @@ class OptimizationFlow:
             metrics.solver_runs.labels(trigger, SolveResult.NOTHING_PENDING).inc()
             return RunOutcome.NOTHING_PENDING
         self.last_solved = state_key(snapshot, self.scheduler.name)
+        self._solve_s = None
 
         # 2. Solve in a worker thread; the event loop keeps scheduling and watching.
         plan = await asyncio.to_thread(
@@ -175,6 +177,7 @@ class OptimizationFlow:
             disruptions_per_placement=settings.max_disruptions_per_placement,
         )
         metrics.solve_duration.labels(settings.solver).observe(plan.seconds)
+        self._solve_s = plan.seconds
         if self.after_solve is not None and not self.cancel.is_set():
             await self.after_solve(plan.seconds)
         if self.cancel.is_set():
@@ -236,7 +239,13 @@ class OptimizationFlow:
         elif outcome is RunOutcome.CONVERGED:
             self.failures_in_a_row = 0
         self.in_progress = False
-        log.info("optimisation run ended", outcome=outcome, released=released)
+        solve_s, self._solve_s = self._solve_s, None
+        log.info(
+            "optimisation run ended",
+            outcome=outcome,
+            released=released,
+            solve_s=None if solve_s is None else round(solve_s, 3),
+        )
 
 
 def state_key(snapshot: Snapshot, scheduler_name: str) -> int:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import pytest
+import structlog
 
 from opsche_daemon.cache import Cache
 from opsche_daemon.config import OptimiserSettings, QueueSettings, Trigger
@@ -202,6 +203,20 @@ async def test_pods_without_a_controller_are_never_evicted() -> None:
     assert await env.run() == "empty"
     assert env.evictions.calls == []
     assert env.sample("opsche_plan_activations_total", {}) == 0
+
+
+async def test_the_run_ended_line_says_how_long_the_solve_took_and_none_without_one() -> None:
+    env = figure_1()
+    with structlog.testing.capture_logs() as logs:
+        assert await env.run() == "timed_out"
+    [ended] = [line for line in logs if line["event"] == "optimisation run ended"]
+    assert ended["outcome"] == "timed_out" and 0 < ended["solve_s"] < 2.5
+    env = figure_1()
+    env.scheduler.events.pod_deleted(pod("big", 4000, owner=None))
+    with structlog.testing.capture_logs() as logs:
+        assert await env.run() == "nothing_pending"
+    [ended] = [line for line in logs if line["event"] == "optimisation run ended"]
+    assert ended["solve_s"] is None
 
 
 async def test_nothing_pending_means_no_solve() -> None:
