@@ -159,7 +159,22 @@ def run_virtual_grid(
                     f"{line} ({took:.0f}s; about {left / 60:.0f} min left)"
                 )
         except BaseException:
-            for future in futures:
-                future.cancel()
+            _stop_now(pool)
             raise
     return len(todo), skipped
+
+
+def _stop_now(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    """On Ctrl-C or SIGTERM: drop the queued replays and end the running ones at once.
+
+    Leaving the ``with`` block would otherwise wait for every replay in flight, minutes each.
+    A worker ended mid-replay loses only that replay: results are written atomically, so its
+    run has no result file and a resumed grid runs it again. The executor has no public way to
+    stop a running task, so its worker processes are terminated directly.
+    """
+    workers = list(getattr(pool, "_processes", {}).values())  # CPython's executor internals
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        process.terminate()
+    for process in workers:
+        process.join(timeout=10)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -73,3 +77,55 @@ def test_a_small_grid_runs_in_parallel_and_resumes(tmp_path: Path) -> None:
         check_resumable(runs, tmp_path, options, {traces[0]: read_trace(traces[0])})
     with pytest.raises(GridError, match="charged solves their real time"):
         run_virtual_grid(runs, tmp_path, options, jobs=1, out=lines.append, solver_time="limit")
+
+
+def test_sigterm_stops_a_running_grid_at_once_and_leaves_no_result(tmp_path: Path) -> None:
+    """Stopping must not wait for the replays in flight (minutes each); they rerun on resume."""
+    trace = TRACES / "n16-p1-iat8-seed1.json"  # 2 h under periodic: minutes of real time
+    out = tmp_path / "grid"
+    argv = [sys.executable, "-m", "opsche_daemon.cli.main", "bench", "replay", str(trace)]
+    argv += ["--backend", "virtual", "--schedulers", "periodic", "--jobs", "1", "--out", str(out)]
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as grid:
+        assert grid.stdout is not None
+        for line in grid.stdout:  # the pool is about to start its worker
+            if "virtual replays, 1 at a time" in line:
+                break
+        else:
+            pytest.fail(f"the grid never started (exit {grid.wait(10)})")
+        workers = _workers(grid.pid, within=30.0)
+        started = time.monotonic()
+        grid.send_signal(signal.SIGTERM)
+        assert grid.wait(timeout=30) != 0
+        took = time.monotonic() - started
+    assert took < 15, f"the grid took {took:.1f}s to stop"
+    assert [pid for pid in workers if _alive(pid)] == []
+    assert list(out.glob("*.json")) == []
+
+
+def _workers(parent: int, within: float) -> list[int]:
+    """The grid's worker processes (children running multiprocessing's spawn_main)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+                cmdline = (stat.parent / "cmdline").read_bytes()
+            except (OSError, IndexError, ValueError):
+                continue  # the process went away meanwhile
+            if ppid == parent and b"spawn_main" in cmdline:
+                found.append(int(stat.parent.name))
+        if found:
+            return found
+        time.sleep(0.1)  # a process appearing has no event to await
+    raise AssertionError(f"no worker process within {within}s")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
