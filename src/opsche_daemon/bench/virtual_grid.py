@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from opsche_daemon.bench.replay import BASELINE, GridRun, check_resumable, result_path
+from opsche_daemon.bench.report import disruptions_per_placed
 from opsche_daemon.config import SchedulerConfig, Trigger, load_config
 from opsche_daemon.replay.driver import Printer, ReplayOptions
 from opsche_daemon.simulation.opsche import SolverTime
@@ -103,9 +104,9 @@ def _run_job(job: _Job) -> tuple[str, float]:
         f"usage {s.effective_usage:.2%} (pooled {s.pooled_usage:.2%}), p50 {p50}, "
         f"disruptions {s.disruptions}, solver runs {s.solver_runs}"
     )
-    if s.plan_pods_placed and s.all_disruptions_by_cause is not None:
-        evicted = s.all_disruptions_by_cause.get("evicted", 0)
-        line += f", {evicted / s.plan_pods_placed:.2f} evictions per placed pod"
+    per_placed = disruptions_per_placed(result)
+    if per_placed is not None:
+        line += f", {per_placed:.2f} evictions per placed pod"
     return line, time.monotonic() - started
 
 

@@ -291,6 +291,8 @@ def _cluster_replay(args: argparse.Namespace) -> int:
 
 
 def _summary_line(result: Any) -> str:
+    from opsche_daemon.trace.result import DeletionCause  # noqa: PLC0415 - the CLI imports lazily
+
     s = result.summary
     p50 = "n/a" if s.latency_p50_ms is None else f"{s.latency_p50_ms:.0f}"
     split = ""
@@ -300,7 +302,8 @@ def _summary_line(result: Any) -> str:
     if s.plan_pods_placed is not None and s.all_disruptions_by_cause is not None:
         plans = (
             f", plans placed {s.plan_pods_placed} pending pods with "
-            f"{s.all_disruptions_by_cause.get('evicted', 0)} evictions (initial pods included)"
+            f"{s.all_disruptions_by_cause.get(DeletionCause.EVICTED.value, 0)} evictions "
+            "(initial pods included)"
         )
     return (
         f"{result.scheduler.label}: usage {s.effective_usage:.1%} (capped demand "

@@ -163,7 +163,6 @@ class OptimizationFlow:
             metrics.solver_runs.labels(trigger, SolveResult.NOTHING_PENDING).inc()
             return RunOutcome.NOTHING_PENDING
         self.last_solved = state_key(snapshot, self.scheduler.name)
-        self._solve_s = None
 
         # 2. Solve in a worker thread; the event loop keeps scheduling and watching.
         plan = await asyncio.to_thread(
