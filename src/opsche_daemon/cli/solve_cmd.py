@@ -39,6 +39,14 @@ def register(commands: Any) -> None:
         default=optimiser.solve_time_limit_s,
         help=f"seconds (default {optimiser.solve_time_limit_s:g}, the daemon's)",
     )
+    solve.add_argument(
+        "--stall",
+        type=float,
+        default=optimiser.solve_stall_s,
+        metavar="S",
+        help="cpsat: end a phase that found nothing better for S seconds; 0: search to the "
+        f"time limit (default {optimiser.solve_stall_s:g}, the daemon's)",
+    )
     solve.add_argument("--format", choices=["text", "json"], default="text")
     solve.add_argument(
         "--scheduler-name",
@@ -81,6 +89,8 @@ def _solve(args: argparse.Namespace) -> int:
 
     if args.time_limit <= 0:
         raise UserError(f"--time-limit {args.time_limit:g}: must be positive")
+    if args.stall < 0:
+        raise UserError(f"--stall {args.stall:g}: must be at least 0")
     try:
         snapshot = load_snapshot(args.file)
     except SnapshotFileError as exc:
@@ -92,6 +102,7 @@ def _solve(args: argparse.Namespace) -> int:
             protected=is_protected,
             solver=args.solver,
             time_limit=args.time_limit,
+            stall_s=args.stall,
         )
     except InvalidPlanError as exc:
         raise UserError(f"{exc} (this is a bug in opsche; please report it)") from None

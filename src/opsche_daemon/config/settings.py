@@ -223,6 +223,17 @@ class OptimiserSettings:
             reason="wall-clock budget of one solve; the best plan found by then is used",
         ),
     )
+    solve_stall_s: float = field(
+        default=0.3,
+        metadata=doc(
+            yaml="optimiser.solveStallSeconds",
+            unit="seconds",
+            low=0,
+            reason="end a CP-SAT phase once it has found no better plan for this long, instead "
+            "of searching to the time limit: equal usage, fewer moves per placed pod and "
+            "fresher plans on the grid (cpsat only; 0: off, the paper's fixed time)",
+        ),
+    )
     max_disruptions_per_placement: float = field(
         default=0.0,
         metadata=doc(

@@ -44,11 +44,13 @@ def solve_snapshot(
     cancel: threading.Event | None = None,
     alpha: float = 0.8,
     disruptions_per_placement: float = 0.0,
+    stall_s: float = 0.0,
 ) -> Plan:
     """The best plan for ``snapshot`` found within ``time_limit`` seconds (or until cancelled).
 
     ``disruptions_per_placement`` > 0 bounds the pods a CP-SAT plan moves or evicts per pending
     pod it places (see ``optimiser.cpsat``); the heuristic has no such bound and refuses one.
+    ``stall_s`` > 0 ends a CP-SAT phase that has found nothing better for that long.
     """
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose from {', '.join(SOLVERS)}")
@@ -70,7 +72,10 @@ def solve_snapshot(
             return heuristic_counts(p, deadline, cancel)
 
         chosen = CpSatSolver(
-            alpha=alpha, hint=warm_start, disruptions_per_placement=disruptions_per_placement
+            alpha=alpha,
+            hint=warm_start,
+            disruptions_per_placement=disruptions_per_placement,
+            stall=stall_s,
         )
     solution = chosen.solve(problem, deadline, cancel)
     solution.counts = fill_greedily(problem, solution.counts)

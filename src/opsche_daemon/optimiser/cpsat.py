@@ -490,12 +490,31 @@ def _hint(model: cp_model.CpModel, values: Sequence[int]) -> None:
     hint.values.extend(values)
 
 
-class _Watcher:
-    """Stops the running search when ``cancel`` is set or the deadline passes."""
+class _Progress(cp_model.CpSolverSolutionCallback):
+    """Notes when the running search last found a better solution (for the stall stop)."""
 
-    def __init__(self, cancel: threading.Event, deadline: float) -> None:
+    def __init__(self, watcher: _Watcher) -> None:
+        super().__init__()
+        self.watcher = watcher
+
+    def on_solution_callback(self) -> None:
+        """CP-SAT calls this, from its own threads, on each improving solution."""
+        self.watcher.last_solution = time.monotonic()
+
+
+class _Watcher:
+    """Stops the running search when ``cancel`` is set, the deadline passes, or it stalls.
+
+    It stalls when ``stall`` seconds (if set) pass without a better solution, counted from the
+    phase's last one (never before the first: on a large model CP-SAT needs a while to load).
+    """
+
+    def __init__(self, cancel: threading.Event, deadline: float, stall: float = 0.0) -> None:
         self.cancel = cancel
         self.deadline = deadline
+        self.stall = stall
+        self.last_solution: float | None = None  # during a search: when it last improved
+        self.stalled = 0  # searches stopped for stalling, for the solution's figures
         self.lock = threading.Lock()
         self.solver: cp_model.CpSolver | None = None
         self.done = threading.Event()
@@ -517,16 +536,27 @@ class _Watcher:
         # Keeps stopping while a search runs: a stop that lands before the search has started
         # is lost, the next one is not.
         while not self.done.wait(_POLL_SECONDS):
-            if self.stopped():
-                with self.lock:
-                    if self.solver is not None:
-                        self.solver.stop_search()
+            stop = self.stopped()
+            with self.lock:
+                if self.solver is None:
+                    continue
+                last = self.last_solution
+                if not stop and self.stall > 0 and last is not None:
+                    stop = time.monotonic() - last >= self.stall
+                    self.stalled += stop
+                    if stop:
+                        self.last_solution = None  # counted once
+                if stop:
+                    self.solver.stop_search()
 
     def run(self, model: cp_model.CpModel, solver: cp_model.CpSolver) -> int:
         """``solver.solve(model)``, stoppable by the watcher; returns the CP-SAT status."""
         with self.lock:
             self.solver = solver
+            self.last_solution = None
         try:
+            if self.stall > 0:
+                return int(solver.solve(model, _Progress(self)))
             return int(solver.solve(model))
         finally:
             with self.lock:
@@ -747,6 +777,7 @@ class CpSatSolver:
         hint: HintProvider | None = None,
         max_variables: int = _MAX_Y,
         disruptions_per_placement: float = 0.0,
+        stall: float = 0.0,
     ) -> None:
         if not 0.0 < alpha <= 1.0:
             raise ValueError(f"alpha must be in (0, 1], not {alpha}")
@@ -757,6 +788,9 @@ class CpSatSolver:
         self.hint = hint
         self.max_variables = max_variables
         self.budget = budget_of(disruptions_per_placement)
+        if stall < 0:
+            raise ValueError(f"stall must be at least 0, not {stall}")
+        self.stall = stall
 
     @property
     def name(self) -> str:
@@ -773,7 +807,7 @@ class CpSatSolver:
         if cancel.is_set() or time.monotonic() >= deadline or not layout.tiers:
             return self._solution(layout, start, phases, started, complete=not layout.tiers)
         margin = 0.005 + _STOP_SECONDS_PER_VARIABLE * len(layout.upper)
-        with _Watcher(cancel, deadline - margin) as watcher:
+        with _Watcher(cancel, deadline - margin, self.stall) as watcher:
             run = _Run(problem, layout, start, self.workers, watcher, self.budget)
             complete = self._loop(run, started, phases)
         run.complete()

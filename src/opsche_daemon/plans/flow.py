@@ -174,6 +174,7 @@ class OptimizationFlow:
             time_limit=settings.solve_time_limit_s,
             cancel=self.cancel,
             disruptions_per_placement=settings.max_disruptions_per_placement,
+            stall_s=settings.solve_stall_s,
         )
         metrics.solve_duration.labels(settings.solver).observe(plan.seconds)
         self._solve_s = plan.seconds

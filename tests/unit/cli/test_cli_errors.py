@@ -49,3 +49,20 @@ def test_status_and_down_without_a_cluster(
     assert "no local cluster" in capsys.readouterr().out
     assert main(["cluster", "down", "--state-dir", str(state)]) == 0
     assert "nothing to do" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--time-limit", "0"], "--time-limit 0: must be positive"),
+        (["--stall", "-1"], "--stall -1: must be at least 0"),
+    ],
+)
+def test_solve_refuses_bad_solver_options_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str], message: str
+) -> None:
+    code = main(["solve", str(tmp_path / "snapshot.json"), *option])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert message in err
+    assert "Traceback" not in err

@@ -18,7 +18,7 @@ from opsche_daemon.model.plan import Plan, PlanStatus
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.selectors import Taint
 from opsche_daemon.model.snapshot import Snapshot
-from opsche_daemon.optimiser.cpsat import CpSatSolver
+from opsche_daemon.optimiser.cpsat import CpSatSolver, _Watcher
 from opsche_daemon.optimiser.problem import (
     Problem,
     Solution,
@@ -496,3 +496,56 @@ def test_a_budget_is_rounded_down_to_hundredths_never_looser() -> None:
     assert budget_of(1.5) == (3, 2)
     assert budget_of(0.333) == (33, 100)  # not 1/3, which allows more
     assert budget_of(0.001) == (0, 1)  # below a hundredth: nothing may be disrupted
+
+
+class _StallingSearch:
+    """Stands in for ``cp_model.CpSolver``: one solution, then searches until told to stop."""
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+
+    def solve(self, _model: object, callback: object = None) -> int:
+        assert callback is not None, "a stall stop needs the solution callback"
+        callback.on_solution_callback()  # type: ignore[attr-defined]
+        assert self.stopped.wait(10.0), "the watcher never stopped a stalled search"
+        return 2  # FEASIBLE
+
+    def stop_search(self) -> None:
+        self.stopped.set()
+
+
+def test_a_search_that_finds_nothing_better_is_stopped_long_before_the_deadline() -> None:
+    search = _StallingSearch()
+    with _Watcher(threading.Event(), time.monotonic() + 60.0, stall=0.05) as watcher:
+        assert watcher.run(object(), search) == 2  # type: ignore[arg-type]
+    assert search.stopped.is_set()
+    assert watcher.stalled == 1
+
+
+def test_without_a_stall_limit_only_the_deadline_stops_the_search() -> None:
+    class Search(_StallingSearch):
+        def solve(self, _model: object, callback: object = None) -> int:
+            assert callback is None  # no callback cost when the stall stop is off
+            assert self.stopped.wait(10.0)
+            return 2
+
+    search = Search()
+    started = time.monotonic()
+    with _Watcher(threading.Event(), started + 0.2) as watcher:
+        watcher.run(object(), search)  # type: ignore[arg-type]
+    assert time.monotonic() - started >= 0.2  # not before the deadline
+    assert watcher.stalled == 0
+
+
+def test_a_stall_limit_ends_a_long_solve_with_a_valid_answer() -> None:
+    snapshot = crowded(seed=1)
+    problem = problem_of(snapshot)
+    started = time.monotonic()
+    solution = solve(problem, seconds=30.0, solver=CpSatSolver(stall=0.2))
+    elapsed = time.monotonic() - started
+    assert elapsed < 15.0, f"a 0.2 s stall limit still searched for {elapsed:.1f} s of 30"
+    assert_fits(problem, solution.counts)
+    plan = plan_from_solution(problem, solution, "cpsat")
+    assert validate_plan(plan, snapshot, scheduler_name=SCHEDULER, protected=never) == []
+    with pytest.raises(ValueError, match="stall"):
+        CpSatSolver(stall=-1.0)
