@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from opsche_daemon.cli.errors import UserError
-from opsche_daemon.config import SchedulerConfig, Trigger
+from opsche_daemon.config import LeaderElect, SchedulerConfig, Trigger
 
 __all__ = ["add_trigger_timing", "apply_flags", "positive_seconds", "register"]
 
@@ -63,6 +63,13 @@ def register(commands: Any) -> None:
         "--blocking", action="store_true", help="pause scheduling while a plan is computed"
     )
     add_trigger_timing(run)
+    run.add_argument(
+        "--leader-elect",
+        choices=[choice.value for choice in LeaderElect],
+        default=None,
+        help="elect a leader on a Lease so only one replica acts (default: the config file's "
+        "leaderElection.leaderElect, else auto: on inside a pod, off for a local process)",
+    )
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.set_defaults(handler=_run)
 
@@ -114,6 +121,10 @@ def apply_flags(config: SchedulerConfig, args: argparse.Namespace) -> SchedulerC
         optimiser = replace(optimiser, period_s=args.period)
     if args.stable_window is not None:
         optimiser = replace(optimiser, stable_window_s=args.stable_window)
+    leader_elect = getattr(args, "leader_elect", None)  # only opsche run has the flag
+    if leader_elect is not None:
+        election = replace(config.leader_election, leader_elect=LeaderElect(leader_elect))
+        config = replace(config, leader_election=election)
     return replace(config, optimiser=optimiser)
 
 

@@ -23,6 +23,13 @@ Example (every field optional; the defaults are kube-scheduler's)::
       trigger: scheduling-failure    # periodic, stable-queue, none
       solver: cpsat                  # heuristic
       periodSeconds: 8
+    leaderElection:
+      leaderElect: auto              # true, false; auto: on inside a pod
+      leaseDurationSeconds: 15
+      renewDeadlineSeconds: 10
+      retryPeriodSeconds: 2
+      resourceName: opsche           # the Lease's name
+      resourceNamespace: kube-system
 
 Modules: ``settings`` (the dataclasses and enums, each field's default, unit and reason written
 once), ``schema`` (how a field is documented, and walking the tree), ``loader`` (the file to a
@@ -42,6 +49,8 @@ from opsche_daemon.config.loader import load_config, parse_config, read_config
 from opsche_daemon.config.schema import Doc, Setting, settings_of, show, yaml_key
 from opsche_daemon.config.settings import (
     ClientConnection,
+    LeaderElect,
+    LeaderElectionSettings,
     OptimiserSettings,
     PreemptionSettings,
     ProfileSettings,
@@ -55,6 +64,8 @@ __all__ = [
     "ClientConnection",
     "ConfigError",
     "Doc",
+    "LeaderElect",
+    "LeaderElectionSettings",
     "OptimiserSettings",
     "PreemptionSettings",
     "ProfileSettings",

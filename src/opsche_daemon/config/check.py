@@ -14,6 +14,7 @@ from typing import Any
 
 from opsche_daemon.config.schema import Setting, settings_of, show, yaml_key
 from opsche_daemon.config.settings import (
+    LeaderElectionSettings,
     OptimiserSettings,
     QueueSettings,
     SchedulerConfig,
@@ -78,5 +79,26 @@ def check_config(config: SchedulerConfig) -> list[str]:
         problems.append(
             f"{yaml_key(QueueSettings, 'max_backoff_s')}: must be at least {initial} "
             f"({_shown_number(queue.initial_backoff_s)}), got {_shown_number(queue.max_backoff_s)}"
+        )
+    problems += _leader_election_problems(config.leader_election)
+    return problems
+
+
+def _leader_election_problems(election: LeaderElectionSettings) -> list[str]:
+    """client-go's rules: lease > renew deadline > 1.2 x retry period (retries jitter by 20 %)."""
+    lease = yaml_key(LeaderElectionSettings, "lease_duration_s")
+    renew = yaml_key(LeaderElectionSettings, "renew_deadline_s")
+    retry = yaml_key(LeaderElectionSettings, "retry_period_s")
+    problems = []
+    if election.lease_duration_s <= election.renew_deadline_s:
+        problems.append(
+            f"{renew}: must be less than {lease} ({_shown_number(election.lease_duration_s)}), "
+            f"got {_shown_number(election.renew_deadline_s)}"
+        )
+    if election.renew_deadline_s <= 1.2 * election.retry_period_s:
+        problems.append(
+            f"{retry}: must be less than {renew} / 1.2 "
+            f"({_shown_number(round(election.renew_deadline_s / 1.2, 2))}), "
+            f"got {_shown_number(election.retry_period_s)}"
         )
     return problems

@@ -170,6 +170,8 @@ def _scalar(item: Setting, raw: Any, problems: list[str]) -> Any:
         expected = "a string"
     elif isinstance(hint, type) and issubclass(hint, StrEnum):
         values = [member.value for member in hint]
+        if isinstance(raw, bool) and str(raw).lower() in values:
+            return hint(str(raw).lower())  # leaderElect: true, as kube-scheduler's file has it
         if isinstance(raw, str) and raw in values:
             return hint(raw)
         expected = "one of " + ", ".join(values)

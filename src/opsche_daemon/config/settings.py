@@ -23,6 +23,8 @@ from opsche_daemon.config.schema import doc
 
 __all__ = [
     "ClientConnection",
+    "LeaderElect",
+    "LeaderElectionSettings",
     "OptimiserSettings",
     "PreemptionSettings",
     "ProfileSettings",
@@ -47,6 +49,14 @@ class SolverKind(StrEnum):
 
     CPSAT = "cpsat"
     HEURISTIC = "heuristic"
+
+
+class LeaderElect(StrEnum):
+    """Whether replicas elect a leader on a Lease (YAML ``true``/``false`` are accepted too)."""
+
+    AUTO = "auto"  # on inside a pod (a service account is mounted), off elsewhere
+    TRUE = "true"
+    FALSE = "false"
 
 
 @dataclass(frozen=True)
@@ -321,6 +331,66 @@ class OptimiserSettings:
 
 
 @dataclass(frozen=True)
+class LeaderElectionSettings:
+    """kube-scheduler's ``leaderElection``: only the holder of one Lease schedules and plans."""
+
+    leader_elect: LeaderElect = field(
+        default=LeaderElect.AUTO,
+        metadata=doc(
+            yaml="leaderElection.leaderElect",
+            reason="run as one of several replicas of which only the Lease holder acts (the "
+            "others watch, with warm caches); auto: on inside a pod, off for a local process; "
+            "--leader-elect overrides it",
+        ),
+    )
+    lease_duration_s: float = field(
+        default=15.0,
+        metadata=doc(
+            yaml="leaderElection.leaseDurationSeconds",
+            unit="seconds",
+            low=1,
+            reason="how long a follower waits after the last renewal it saw before taking the "
+            "Lease (kube-scheduler's default); a released Lease is taken at once",
+        ),
+    )
+    renew_deadline_s: float = field(
+        default=10.0,
+        metadata=doc(
+            yaml="leaderElection.renewDeadlineSeconds",
+            unit="seconds",
+            low=1,
+            reason="a leader that has not renewed for this long stops binding and evicting and "
+            "exits; less than leaseDurationSeconds, so it stops before anyone else may start",
+        ),
+    )
+    retry_period_s: float = field(
+        default=2.0,
+        metadata=doc(
+            yaml="leaderElection.retryPeriodSeconds",
+            unit="seconds",
+            low=1,
+            reason="between a follower's attempts to take the Lease and a leader's renewals",
+        ),
+    )
+    resource_name: str = field(
+        default="opsche",
+        metadata=doc(
+            yaml="leaderElection.resourceName",
+            reason="the Lease's name; a second opsche with another schedulerName needs another "
+            "(the Helm chart names it after the scheduler)",
+        ),
+    )
+    resource_namespace: str = field(
+        default="kube-system",
+        metadata=doc(
+            yaml="leaderElection.resourceNamespace",
+            reason="the Lease's namespace (kube-scheduler's is kube-system; the Helm chart uses "
+            "its release namespace)",
+        ),
+    )
+
+
+@dataclass(frozen=True)
 class SchedulerConfig:
     """Validated settings of one opsche daemon."""
 
@@ -368,3 +438,4 @@ class SchedulerConfig:
         ),
     )
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
+    leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)

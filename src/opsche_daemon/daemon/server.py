@@ -2,12 +2,19 @@
 
 ``/healthz`` answers as long as the process serves at all; ``/readyz`` only once the cache has
 synced from the API server and the scheduling loop runs (a scheduler deciding on an empty cache
-would place pods onto nodes it has not heard of yet), and again 503 while shutting down.
+would place pods onto nodes it has not heard of yet), and again 503 while shutting down. Its body
+names the replica's role: ``leader`` or ``follower`` under leader election (a follower is ready:
+its cache is warm, and it takes over the moment it leads), ``single`` without.
+
+A malformed request is answered 400 by aiohttp; its traceback would otherwise land in the JSON
+log as many lines for every port scanner, so it is logged as one line.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from typing import Any
 
 import structlog
 from aiohttp import web
@@ -20,8 +27,23 @@ __all__ = ["serve_http"]
 log = structlog.get_logger("opsche.daemon")
 
 
+class _OneLine(logging.Logger):
+    """aiohttp's server logger, as one structured line per failed request (no traceback)."""
+
+    def exception(self, msg: object, *args: object, **kwargs: Any) -> None:
+        """What aiohttp's ``log_exception`` calls: a bad request, or a handler that raised."""
+        error = kwargs.get("exc_info")
+        text = str(msg) % args if args else str(msg)
+        log.warning("HTTP request failed", detail=text,
+                    error=repr(error) if isinstance(error, BaseException) else None)  # fmt: skip
+
+
 async def serve_http(
-    registry: CollectorRegistry, ready: Callable[[], bool], address: str, port: int
+    registry: CollectorRegistry,
+    ready: Callable[[], bool],
+    address: str,
+    port: int,
+    role: Callable[[], str] = lambda: "single",
 ) -> web.AppRunner:
     """Start serving; the caller cleans the returned runner up. A taken port is a StartupError."""
 
@@ -35,14 +57,14 @@ async def serve_http(
 
     async def readyz(_: web.Request) -> web.Response:
         if ready():
-            return web.Response(text="ok")
+            return web.Response(text=f"ok: {role()}")
         return web.Response(status=503, text="cache not synced")
 
     app = web.Application()
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(app, access_log=None, logger=_OneLine("opsche.http"))
     await runner.setup()
     site = web.TCPSite(runner, address, port)
     try:

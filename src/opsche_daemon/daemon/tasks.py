@@ -33,19 +33,32 @@ class Supervisor:
 
     def __init__(self) -> None:
         self._tasks: dict[str, asyncio.Task[Any]] = {}
+        self._started = asyncio.Event()  # a task started while ``first_to_end`` waits
 
     def start(self, name: str, coro: Coroutine[Any, Any, Any]) -> None:
-        """Run ``coro`` as the task ``name`` (names are unique)."""
+        """Run ``coro`` as the task ``name`` (names are unique); also while being waited on.
+
+        A replica starts its scheduling tasks only once it leads, long after the wait began.
+        """
         if name in self._tasks:
             raise ValueError(f"a task named {name} is already running")
         self._tasks[name] = asyncio.get_running_loop().create_task(coro, name=name)
+        self._started.set()
 
     async def first_to_end(self, stop: asyncio.Event) -> list[Ended]:
         """Wait until ``stop`` is set or a task ends; what ended (one or more at once)."""
-        stopper = asyncio.get_running_loop().create_task(stop.wait(), name=self.SIGNAL)
-        done, _ = await asyncio.wait(
-            {stopper, *self._tasks.values()}, return_when=asyncio.FIRST_COMPLETED
-        )
+        loop = asyncio.get_running_loop()
+        stopper = loop.create_task(stop.wait(), name=self.SIGNAL)
+        while True:
+            self._started.clear()
+            started = loop.create_task(self._started.wait())
+            done, _ = await asyncio.wait(
+                {stopper, started, *self._tasks.values()}, return_when=asyncio.FIRST_COMPLETED
+            )
+            started.cancel()
+            done.discard(started)
+            if done:
+                break
         stopper.cancel()
         ended = []
         for task in done:

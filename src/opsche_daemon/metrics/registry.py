@@ -127,6 +127,19 @@ class Metrics:
             ["queue", "event"],
             registry=r,
         )
+        self.leader_status = Gauge(
+            "opsche_leader_election_master_status",
+            "1 while this replica holds the Lease and acts, 0 while it follows (as client-go's "
+            "leader_election_master_status).",
+            ["name"],
+            registry=r,
+        )
+        self.leader_transitions = Counter(
+            "opsche_leader_election_transitions_total",
+            "Changes of the Lease's holder this replica has seen (itself included).",
+            ["name"],
+            registry=r,
+        )
 
     def set_pending_pods(self, counts: Mapping[str, int]) -> None:
         """Set ``opsche_pending_pods`` from the queue's pool sizes (after every queue change)."""

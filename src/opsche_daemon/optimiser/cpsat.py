@@ -751,6 +751,9 @@ class _Run:
             return False, False, None
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = self.workers
+        # CP-SAT would install its own SIGINT handler, and the daemon's (drain, release the
+        # Lease, log) would be gone after the first solve: Ctrl-C killed opsche outright.
+        solver.parameters.catch_sigint_signal = False
         solver.parameters.max_time_in_seconds = timeout
         presolve = len(self.values) * _PRESOLVE_SECONDS_PER_VARIABLE
         solver.parameters.cp_model_presolve = presolve <= _PRESOLVE_SHARE * timeout

@@ -102,6 +102,19 @@ class OptimizationFlow:
         self.closed = True
         self.cancel.set()
 
+    async def stop(self, within: float = 5.0) -> None:
+        """At shutdown: close, and end the current run now (torn down, its held pods released).
+
+        A plan being enforced is abandoned rather than awaited: its pods are requeued, and
+        the next leader plans again from what it sees.
+        """
+        self.close()
+        task = self._task
+        if task is None or task.done():
+            return
+        task.cancel()
+        await asyncio.wait({task}, timeout=within)
+
     def already_solved(self) -> bool:
         """True if the cluster is in the state the last run solved (its answer would not change).
 

@@ -7,6 +7,8 @@ import pytest
 from opsche_daemon.config import (
     ClientConnection,
     ConfigError,
+    LeaderElect,
+    LeaderElectionSettings,
     OptimiserSettings,
     PreemptionSettings,
     ProfileSettings,
@@ -102,6 +104,15 @@ def test_every_settable_field_lands_in_the_tree() -> None:
                 "stableWindowSeconds": 4,
                 "planTimeoutSeconds": 5,
                 "failureCooldownSeconds": 6,
+                "solveStallSeconds": 0,
+            },
+            "leaderElection": {
+                "leaderElect": True,
+                "leaseDurationSeconds": 30,
+                "renewDeadlineSeconds": 20,
+                "retryPeriodSeconds": 4,
+                "resourceName": "opsche-gpu",
+                "resourceNamespace": "opsche",
             },
         }
     )
@@ -123,6 +134,15 @@ def test_every_settable_field_lands_in_the_tree() -> None:
             stable_window_s=4.0,
             plan_timeout_s=5.0,
             failure_cooldown_s=6.0,
+            solve_stall_s=0.0,
+        ),
+        leader_election=LeaderElectionSettings(
+            leader_elect=LeaderElect.TRUE,
+            lease_duration_s=30.0,
+            renew_deadline_s=20.0,
+            retry_period_s=4.0,
+            resource_name="opsche-gpu",
+            resource_namespace="opsche",
         ),
     )
 
@@ -202,6 +222,24 @@ MISTAKES: list[tuple[dict[str, object], str]] = [
         {"optimiser": {"solver": "heuristic", "maxDisruptionsPerPlacement": 1}},
         "optimiser.maxDisruptionsPerPlacement: applies to the cpsat solver only, and "
         "optimiser.solver is heuristic",
+    ),
+    (
+        {"leaderElection": {"leaderElect": "yes"}},
+        "leaderElection.leaderElect: expected one of auto, true, false, got 'yes'",
+    ),
+    (
+        {"leaderElection": {"renewDeadlineSeconds": 15}},
+        "leaderElection.renewDeadlineSeconds: must be less than "
+        "leaderElection.leaseDurationSeconds (15), got 15",
+    ),
+    (
+        {"leaderElection": {"retryPeriodSeconds": 9}},
+        "leaderElection.retryPeriodSeconds: must be less than "
+        "leaderElection.renewDeadlineSeconds / 1.2 (8.33), got 9",
+    ),
+    (
+        {"leaderElection": {"retryPeriodSeconds": 0.5}},
+        "leaderElection.retryPeriodSeconds: must be at least 1, got 0.5",
     ),
 ]
 

@@ -54,3 +54,21 @@ async def test_task_names_are_unique() -> None:
     coro.close()
     tasks.cancel("watch")
     await tasks.join("watch", within=5)
+
+
+async def test_a_task_started_during_the_wait_is_waited_for_too() -> None:
+    # A follower starts its scheduling tasks once it leads, long after the wait began.
+    tasks = Supervisor()
+    tasks.start("watch", forever())
+    waiting = asyncio.get_running_loop().create_task(tasks.first_to_end(asyncio.Event()))
+    await asyncio.sleep(0)
+    go = asyncio.Event()
+    tasks.start("scheduling-loop", fails_after(go))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    go.set()
+    ended = await asyncio.wait_for(waiting, timeout=5)
+    assert [(e.name, repr(e.error)) for e in ended] == [
+        ("scheduling-loop", "RuntimeError('watch lost')")
+    ]
+    tasks.cancel("watch")

@@ -7,9 +7,12 @@ Problems are built from Snapshots with ``build_problem`` and answers mapped back
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -549,3 +552,32 @@ def test_a_stall_limit_ends_a_long_solve_with_a_valid_answer() -> None:
     assert validate_plan(plan, snapshot, scheduler_name=SCHEDULER, protected=never) == []
     with pytest.raises(ValueError, match="stall"):
         CpSatSolver(stall=-1.0)
+
+
+_SIGINT_AFTER_A_SOLVE = """
+import os, signal, sys, threading, time
+from tests.unit.optimiser.test_cpsat import crowded, problem_of
+from opsche_daemon.optimiser.cpsat import CpSatSolver
+CpSatSolver().solve(problem_of(crowded(seed=1, nodes=8, pods=150)), time.monotonic() + 0.3,
+                    threading.Event())
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(30)
+except KeyboardInterrupt:
+    sys.exit(0)
+sys.exit(3)
+"""
+
+
+def test_after_a_solve_sigint_still_reaches_python() -> None:
+    # CP-SAT would install its own SIGINT handler: the daemon's (drain, release the Lease, log)
+    # was lost after the first solve, and Ctrl-C killed opsche outright (exit 130).
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGINT_AFTER_A_SOLVE],
+        cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -393,3 +393,18 @@ async def test_the_stable_queue_trigger_cancels_a_solve_when_the_pending_set_cha
     finally:
         task.cancel()
         env.flow.in_progress = False
+
+
+async def test_stopping_at_shutdown_tears_an_enforced_plan_down_at_once() -> None:
+    env = figure_1(plan_timeout_s=60.0)  # the plan would wait a minute to converge
+    assert env.flow.request(Trigger.PERIODIC)
+    await until(lambda: env.flow.state.is_active)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await env.flow.stop(within=5.0)
+    assert loop.time() - started < 2.0
+    assert env.flow.outcomes[-1] == "cancelled"
+    assert not env.flow.state.is_active  # held pods released
+    assert env.sample("opsche_plan_pods_held", {}) == 0
+    assert not env.scheduler.paused
+    assert not env.flow.request(Trigger.PERIODIC)  # closed: no run starts any more
