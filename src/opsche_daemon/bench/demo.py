@@ -26,6 +26,7 @@ __all__ = [
     "Outcome",
     "clear_demo_namespaces",
     "format_side_by_side",
+    "plans_settled",
     "run_demo_workload",
     "run_opsche_workload",
     "summarise_plans",
@@ -228,14 +229,37 @@ def run_demo_workload(
     return Outcome(scheduler, running, pending, moved, seconds, running == total, note)
 
 
+_SETTLE_S = 10.0  # longest wait for the plan in flight to record its outcome (> planTimeout)
+
+
 def _plans_note(port: int, moved_events: int) -> str:
-    """What opsche's metrics say about its plans."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-            text = response.read().decode()
-    except OSError as exc:
-        return f"(metrics unavailable: {exc})"
-    return summarise_plans(text, moved_events)
+    """What opsche's metrics say about its plans, once every plan installed has an outcome.
+
+    The last pod is often placed by a plan that is still converging: scraped at once, the
+    summary counted one converged plan fewer than the log had.
+    """
+    deadline = time.monotonic() + _SETTLE_S
+    while True:
+        try:
+            url = f"http://127.0.0.1:{port}/metrics"
+            with urllib.request.urlopen(url, timeout=5) as response:
+                text = response.read().decode()
+        except OSError as exc:
+            return f"(metrics unavailable: {exc})"
+        if plans_settled(text) or time.monotonic() > deadline:
+            return summarise_plans(text, moved_events)
+        time.sleep(0.25)
+
+
+def plans_settled(metrics_text: str) -> bool:
+    """Whether every plan installed (``opsche_plan_activations_total``) has an outcome."""
+    activations = finished = 0.0
+    for line in metrics_text.splitlines():
+        if line.startswith("opsche_plan_activations_total "):
+            activations = float(line.split()[-1])
+        elif line.startswith("opsche_plan_outcomes_total{"):
+            finished += float(line.split()[-1])
+    return finished >= activations
 
 
 def summarise_plans(metrics_text: str, moved_events: int) -> str:

@@ -45,7 +45,7 @@ def _demo(args: argparse.Namespace) -> int:
     )
     from opsche_daemon.cli.cluster_cmd import run_up  # noqa: PLC0415
     from opsche_daemon.localcluster.api import ApiError, LocalApi  # noqa: PLC0415
-    from opsche_daemon.localcluster.cluster import ClusterSpec  # noqa: PLC0415
+    from opsche_daemon.localcluster.cluster import ClusterSpec, down_command  # noqa: PLC0415
     from opsche_daemon.localcluster.daemon_process import DaemonStartError  # noqa: PLC0415
 
     if not 2 <= args.nodes <= 500:
@@ -74,6 +74,6 @@ def _demo(args: argparse.Namespace) -> int:
         f"\nThe cluster keeps running, with opsche's result in namespace {NAMESPACES['opsche']}:\n"
         f"  export KUBECONFIG={cluster.kubeconfig}\n"
         f"  {layout.binary('kubectl')} get pods -n {NAMESPACES['opsche']} -o wide\n"
-        "Stop it with: .venv/bin/opsche cluster down"
+        f"Stop it with: {down_command(cluster.state_dir)}"
     )
     return 0 if ours.all_placed else 1

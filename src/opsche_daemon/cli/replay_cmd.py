@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from opsche_daemon.cli.errors import UserError
-from opsche_daemon.cli.run_cmd import add_trigger_timing
+from opsche_daemon.cli.run_cmd import add_trigger_timing, blocking_help
 
 __all__ = ["add_bench_grid_parser", "add_bench_replay_parser", "add_trace_replay_parser"]
 
@@ -93,7 +93,7 @@ def add_trace_replay_parser(sub: Any) -> None:
         help="opsche's trigger (default: the config file's; none: plans off, the virtual "
         "stand-in for kube-scheduler)",
     )
-    virtual.add_argument("--blocking", action="store_true", help="pause scheduling while solving")
+    virtual.add_argument("--blocking", action="store_true", help=blocking_help())
     virtual.add_argument("--no-preemption", action="store_true", help="disable default preemption")
     add_trigger_timing(virtual)
     _solver_time(virtual)

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from opsche_daemon.cli.errors import UserError
-from opsche_daemon.config import LeaderElect, SchedulerConfig, Trigger
+from opsche_daemon.config import LeaderElect, SchedulerConfig, Trigger, settings_of
 
-__all__ = ["add_trigger_timing", "apply_flags", "positive_seconds", "register"]
+__all__ = ["add_trigger_timing", "apply_flags", "blocking_help", "positive_seconds", "register"]
 
 _DEFAULTS = SchedulerConfig()
 
@@ -59,9 +59,7 @@ def register(commands: Any) -> None:
         help="when to compute cluster-wide plans (default: the config file's, else "
         f"{_DEFAULTS.optimiser.trigger}; {Trigger.NONE} turns the optimiser off)",
     )
-    run.add_argument(
-        "--blocking", action="store_true", help="pause scheduling while a plan is computed"
-    )
+    run.add_argument("--blocking", action="store_true", help=blocking_help())
     add_trigger_timing(run)
     run.add_argument(
         "--leader-elect",
@@ -72,6 +70,14 @@ def register(commands: Any) -> None:
     )
     run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     run.set_defaults(handler=_run)
+
+
+def blocking_help() -> str:
+    """``--blocking``'s help: the setting's own reason (the README's table quotes it too)."""
+    [reason] = [
+        s.doc.reason for s in settings_of(SchedulerConfig) if s.path == "optimiser.blocking"
+    ]
+    return reason.split(";")[0]
 
 
 def positive_seconds(text: str) -> float:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from opsche_daemon.cli.errors import UserError
+from opsche_daemon.cli.errors import CONFIG_EXIT_CODE, UserError
 from opsche_daemon.config import OptimiserSettings, SchedulerConfig, SolverKind
 
 __all__ = ["format_plan", "register"]
@@ -94,7 +94,7 @@ def _solve(args: argparse.Namespace) -> int:
     try:
         snapshot = load_snapshot(args.file)
     except SnapshotFileError as exc:
-        raise UserError(str(exc)) from None
+        raise UserError(str(exc), exit_code=CONFIG_EXIT_CODE) from None
     try:
         plan = solve_snapshot(
             snapshot,

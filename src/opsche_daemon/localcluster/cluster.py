@@ -46,6 +46,7 @@ __all__ = [
     "ComponentStatus",
     "LocalCluster",
     "default_state_dir",
+    "down_command",
 ]
 
 Printer = Callable[[str], None]
@@ -113,6 +114,20 @@ def default_state_dir() -> Path:
     xdg = os.environ.get("XDG_STATE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
     return base / "opsche" / "cluster"
+
+
+def down_command(state_dir: Path) -> str:
+    """The command that stops the cluster in ``state_dir``, for hints a user copies.
+
+    ``--state-dir`` is spelt out unless it is the default without ``$OPSCHE_STATE_DIR``: a hint
+    read in another shell (where that variable is not set) must still name the right cluster.
+    """
+    command = ".venv/bin/opsche cluster down"
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
+    if state_dir.resolve() == (base / "opsche" / "cluster").resolve():
+        return command
+    return f"{command} --state-dir {state_dir}"
 
 
 def _port_free(port: int) -> bool:
@@ -184,7 +199,7 @@ class LocalCluster:
         except (OSError, json.JSONDecodeError) as exc:
             raise ClusterError(
                 f"the cluster state file {self._state_path()} is unreadable ({exc}); "
-                "run `opsche cluster down` to clear it"
+                f"run `{down_command(self.state_dir)}` to clear it"
             ) from None
         return data
 

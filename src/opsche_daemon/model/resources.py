@@ -57,11 +57,11 @@ class Resources:
     scalars: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, values: Mapping[str, Any] | None, *, strict: bool = False) -> Resources:
+    def parse(cls, values: Mapping[str, Any] | None) -> Resources:
         """Build from an API resource list (``{"cpu": "500m", "memory": "1Gi", ...}``).
 
-        Unparseable values are ignored unless ``strict`` (the API server never stores them, but a
-        snapshot file edited by hand may contain them, and there we want the error).
+        Unparseable values are skipped: the API server never stores them. A snapshot file edited
+        by hand may contain them, and ``model.snapshot_file`` refuses it before parsing.
         """
         milli_cpu = memory = storage = pods = 0
         scalars: dict[str, int] = {}
@@ -69,8 +69,6 @@ class Resources:
             try:
                 value = parse_quantity(raw)
             except QuantityError:
-                if strict:
-                    raise
                 continue
             if name == CPU:
                 milli_cpu = to_milli(value)

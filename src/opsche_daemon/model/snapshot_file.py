@@ -29,6 +29,7 @@ from typing import Any
 
 from opsche_daemon.model.node import Node, NodeInfo
 from opsche_daemon.model.pod import Pod
+from opsche_daemon.model.quantity import QuantityError, parse_quantity
 from opsche_daemon.model.selectors import LabelSelector
 from opsche_daemon.model.snapshot import DisruptionBudget, Snapshot
 
@@ -98,7 +99,9 @@ def load_snapshot(path: Path) -> Snapshot:
     try:
         return to_snapshot(document)
     except SnapshotFileError as exc:
-        raise SnapshotFileError(f"{path}: {exc}") from None
+        # One problem per line, each naming the file (the CLI prints each as an error line).
+        lines = (f"{path}: {line}" for line in str(exc).splitlines())
+        raise SnapshotFileError("\n".join(lines)) from None
 
 
 def _entries(document: Mapping[str, Any], key: str, required: bool) -> list[Mapping[str, Any]]:
@@ -119,6 +122,50 @@ def _named(entry: Mapping[str, Any], where: str) -> str:
     return name
 
 
+def _quantities(values: Any, field: str) -> list[str]:
+    """Problems of one resource list (``{"cpu": "500m", ...}``): each must be a quantity >= 0.
+
+    The API server never stores anything else, so the daemon's parsers skip what they cannot
+    read; a snapshot edited by hand is checked here instead, or a pod requesting cpu "abc" would
+    count as requesting nothing and be planned onto a full node.
+    """
+    if values is None:
+        return []
+    if not isinstance(values, Mapping):
+        return [f"{field}: expected a mapping of resource name -> quantity, got {values!r}"]
+    problems = []
+    for name, raw in values.items():
+        try:
+            value = parse_quantity(raw)
+        except QuantityError:
+            problems.append(f"{field}.{name}: {raw!r} is not a Kubernetes quantity")
+            continue
+        if value < 0:
+            problems.append(f"{field}.{name}: {raw!r} must not be negative")
+    return problems
+
+
+def _node_quantities(raw: Mapping[str, Any]) -> list[str]:
+    status = raw.get("status") or {}
+    return _quantities(status.get("allocatable"), "status.allocatable") + _quantities(
+        status.get("capacity"), "status.capacity"
+    )
+
+
+def _pod_quantities(raw: Mapping[str, Any]) -> list[str]:
+    spec = raw.get("spec") or {}
+    problems = _quantities(spec.get("overhead"), "spec.overhead")
+    problems += _quantities(
+        (spec.get("resources") or {}).get("requests"), "spec.resources.requests"
+    )
+    for kind in ("containers", "initContainers"):
+        for i, container in enumerate(spec.get(kind) or ()):
+            resources = (container or {}).get("resources") or {}
+            for part in ("requests", "limits"):
+                problems += _quantities(resources.get(part), f"spec.{kind}[{i}].resources.{part}")
+    return problems
+
+
 def _nodes(document: Mapping[str, Any]) -> list[Node]:
     nodes: list[Node] = []
     seen: set[str] = set()
@@ -127,6 +174,9 @@ def _nodes(document: Mapping[str, Any]) -> list[Node]:
         if name in seen:
             raise SnapshotFileError(f"nodes[{i}]: node {name!r} appears twice")
         seen.add(name)
+        problems = _node_quantities(raw)
+        if problems:
+            raise SnapshotFileError("\n".join(f"nodes[{i}] ({name}): {p}" for p in problems))
         try:
             nodes.append(Node.from_api(raw))
         except (TypeError, ValueError) as exc:
@@ -142,6 +192,9 @@ def _pods(
     seen: set[str] = set()
     for i, raw in enumerate(_entries(document, "pods", required=True)):
         name = _named(raw, f"pods[{i}]")
+        problems = _pod_quantities(raw)
+        if problems:
+            raise SnapshotFileError("\n".join(f"pods[{i}] ({name}): {p}" for p in problems))
         try:
             pod = Pod.from_api(raw)
         except (TypeError, ValueError) as exc:

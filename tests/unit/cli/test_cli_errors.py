@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from opsche_daemon.cli.main import main
+from opsche_daemon.cli.run_cmd import blocking_help
 from opsche_daemon.localcluster.cluster import ClusterError, ClusterSpec
 
 
@@ -66,3 +67,28 @@ def test_solve_refuses_bad_solver_options_in_one_line(
     assert code != 0
     assert message in err
     assert "Traceback" not in err
+
+
+def test_solve_refuses_a_snapshot_with_an_impossible_quantity_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "snapshot.json"
+    path.write_text(
+        '{"nodes": [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}}],'
+        ' "pods": [{"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers":'
+        ' [{"name": "c", "resources": {"requests": {"cpu": "abc"}}}]}}]}'
+    )
+    code = main(["solve", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == (
+        f"opsche: error: {path}: pods[0] (p): spec.containers[0].resources.requests.cpu: "
+        "'abc' is not a Kubernetes quantity\n"
+    )
+
+
+def test_the_blocking_flag_says_what_the_readme_says() -> None:
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    assert f"| `--blocking` | off | {blocking_help()} |" in readme
+    assert "from the snapshot on" in blocking_help()

@@ -10,6 +10,7 @@ from opsche_daemon.bench.demo import (
     Outcome,
     _count,
     format_side_by_side,
+    plans_settled,
     summarise_plans,
     workload_summary,
 )
@@ -82,3 +83,16 @@ def test_the_plans_note_counts_runs_by_result_and_plans_by_outcome() -> None:
         "name the plan that moved each replica"
     )
     assert summarise_plans("", 0).startswith("solver runs: none; plans: none;")
+
+
+def test_the_summary_waits_until_every_installed_plan_has_an_outcome() -> None:
+    converging = "\n".join(
+        [
+            "opsche_plan_activations_total 2.0",
+            'opsche_plan_outcomes_total{outcome="converged"} 1.0',
+            'opsche_plan_outcomes_total{outcome="timed_out"} 0.0',
+        ]
+    )
+    assert not plans_settled(converging)  # the second plan is still being enforced
+    assert plans_settled(converging.replace('"converged"} 1.0', '"converged"} 2.0'))
+    assert plans_settled("")  # no plan at all

@@ -70,6 +70,36 @@ def test_round_trip(tmp_path: Path) -> None:
         ),
         ({"nodes": [{"metadata": {}}], "pods": []}, r"nodes\[0\]: metadata.name is missing"),
         ({"nodes": "x", "pods": []}, "'nodes' must be a list"),
+        (
+            {"nodes": [{**NODE, "status": {"allocatable": {"cpu": "-4"}}}], "pods": []},
+            r"nodes\[0\] \(n1\): status.allocatable.cpu: '-4' must not be negative",
+        ),
+        (
+            {"nodes": [{**NODE, "status": {"capacity": {"memory": "lots"}}}], "pods": []},
+            r"nodes\[0\] \(n1\): status.capacity.memory: 'lots' is not a Kubernetes quantity",
+        ),
+        (
+            {
+                "nodes": [NODE],
+                "pods": [
+                    {
+                        **PENDING,
+                        "spec": {
+                            "containers": [{"name": "c", "resources": {"requests": {"cpu": "abc"}}}]
+                        },
+                    }
+                ],
+            },
+            r"pods\[0\] \(b\): spec.containers\[0\].resources.requests.cpu: 'abc' is not a "
+            "Kubernetes quantity",
+        ),
+        (
+            {
+                "nodes": [NODE],
+                "pods": [{**PENDING, "spec": {"containers": [], "overhead": {"cpu": "-1"}}}],
+            },
+            r"pods\[0\] \(b\): spec.overhead.cpu: '-1' must not be negative",
+        ),
     ],
 )
 def test_mistakes_are_named(tmp_path: Path, document: object, message: str) -> None:
@@ -86,3 +116,15 @@ def test_unreadable_and_non_json(tmp_path: Path) -> None:
     bad.write_text("{nope")
     with pytest.raises(SnapshotFileError, match="is not JSON"):
         load_snapshot(bad)
+
+
+def test_every_bad_quantity_of_an_object_is_named_on_its_own_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    node = {**NODE, "status": {"allocatable": {"cpu": "-4", "memory": "x"}}}
+    path.write_text(json.dumps({"nodes": [node], "pods": []}))
+    with pytest.raises(SnapshotFileError) as info:
+        load_snapshot(path)
+    assert str(info.value).splitlines() == [
+        f"{path}: nodes[0] (n1): status.allocatable.cpu: '-4' must not be negative",
+        f"{path}: nodes[0] (n1): status.allocatable.memory: 'x' is not a Kubernetes quantity",
+    ]
