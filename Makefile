@@ -1,5 +1,6 @@
 # opsche developer entry points. `make demo` and `make test` are the README's quick start; both
-# run `make setup` first, which creates .venv and builds (or finds cached) control-plane binaries.
+# run `make setup` first, which creates .venv and builds (or finds cached) control-plane binaries;
+# `make test` also builds the shipping tools (helm, helm-unittest, crane) the chart's tests use.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -7,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO_NODES ?= 8
 
-.PHONY: setup venv controlplane check fmt test test-unit test-integration demo clean cluster-down
+.PHONY: setup venv controlplane tools check fmt test test-unit test-integration demo clean cluster-down
 
 setup: venv controlplane
 
@@ -23,6 +24,9 @@ $(STAMP): pyproject.toml
 controlplane: venv
 	$(BIN)/opsche cluster build
 
+tools: venv
+	$(BIN)/opsche cluster build --tools
+
 # The static checks CI runs before the tests: formatting, lint, types (tests too), layering.
 check: venv
 	$(BIN)/ruff format --check src tests
@@ -36,7 +40,7 @@ fmt: venv
 
 # pytest exits 5 when it collected nothing: for this suite that is a broken path or import,
 # never a pass, so it is reported and turned into a plain failure.
-test: setup
+test: setup tools
 	@$(BIN)/pytest tests; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests; failing" >&2; exit 1; fi; \
 	exit $$status
@@ -44,7 +48,7 @@ test: setup
 test-unit: venv
 	$(BIN)/pytest -q tests/unit
 
-test-integration: setup
+test-integration: setup tools
 	$(BIN)/pytest tests/integration
 
 demo: setup

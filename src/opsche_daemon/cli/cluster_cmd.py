@@ -50,6 +50,11 @@ def register(commands: Any) -> None:
         )
 
     build = sub.add_parser("build", help="build the control-plane binaries (cached)")
+    build.add_argument(
+        "--tools",
+        action="store_true",
+        help="build the shipping tools instead (helm, helm-unittest, crane; cached)",
+    )
     build.set_defaults(handler=_build)
 
     up = sub.add_parser("up", help="start the cluster (idempotent)")
@@ -99,7 +104,8 @@ def _build(args: argparse.Namespace) -> int:
     from opsche_daemon.localcluster.build import Builder, BuildError  # noqa: PLC0415
     from opsche_daemon.localcluster.versions import cache_root, load_versions  # noqa: PLC0415
 
-    del args
+    if args.tools:
+        return _build_tools()
     builder = Builder(load_versions(), cache_root(), out=_say)
     try:
         report = builder.build()
@@ -107,6 +113,24 @@ def _build(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     if not report.built:
         _say(f"control-plane binaries already cached in {report.bin_dir}; nothing to build")
+    return 0
+
+
+def _build_tools() -> int:
+    from opsche_daemon.localcluster.build import BuildError, fmt_seconds  # noqa: PLC0415
+    from opsche_daemon.localcluster.tools import ToolBuilder, load_tool_versions  # noqa: PLC0415
+    from opsche_daemon.localcluster.versions import cache_root  # noqa: PLC0415
+
+    builder = ToolBuilder(load_tool_versions(), cache_root(), out=_say)
+    try:
+        report = builder.build()
+    except BuildError as exc:
+        raise UserError(str(exc)) from None
+    if report.built:
+        steps = ", ".join(f"{name} {fmt_seconds(s)}" for name, s in report.steps.items())
+        _say(f"tools built in {fmt_seconds(report.total_seconds)} ({steps})")
+    else:
+        _say(f"tools already cached in {report.bin_dir}; nothing to build")
     return 0
 
 

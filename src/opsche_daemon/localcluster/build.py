@@ -36,7 +36,15 @@ from pathlib import Path
 
 from opsche_daemon.localcluster.versions import BINARIES, Versions
 
-__all__ = ["KWOK_STAGES", "BuildError", "BuildReport", "Builder"]
+__all__ = [
+    "KWOK_STAGES",
+    "BuildError",
+    "BuildReport",
+    "Builder",
+    "GoBuild",
+    "check_go",
+    "fmt_seconds",
+]
 
 _MIN_GO = (1, 26)
 _PROGRESS_EVERY_S = 30.0
@@ -97,6 +105,17 @@ def _go_version(go: str) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
+def check_go(go: str, what: str) -> tuple[int, int]:
+    """The Go toolchain's (major, minor); a BuildError if it is missing or older than needed."""
+    major, minor = _go_version(go)
+    if (major, minor) < _MIN_GO:
+        raise BuildError(
+            f"Go {major}.{minor} is too old to build {what}; "
+            f"Go {_MIN_GO[0]}.{_MIN_GO[1]} or newer is needed"
+        )
+    return major, minor
+
+
 def staging_modules(kubernetes_go_mod: str) -> list[str]:
     """The k8s.io modules that k8s.io/kubernetes requires at ``v0.0.0`` and must be replaced."""
     found = re.findall(r"^\s*(k8s\.io/[\w.-]+)\s+v0\.0\.0\s*(?://.*)?$", kubernetes_go_mod, re.M)
@@ -130,7 +149,107 @@ def tools_go(packages: list[str]) -> str:
     return f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n"
 
 
-class Builder:
+class GoBuild:
+    """What every build from the Go module proxy shares: the go command, its progress, a lock.
+
+    ``root`` is the version-keyed cache directory of one build (it holds the lock file).
+    """
+
+    def __init__(self, root: Path, *, go: str = "go", out: Printer = print) -> None:
+        self.root = root
+        self.go = go
+        self.out = out
+
+    def _download_field(self, module: str, name: str) -> str:
+        result = subprocess.run(
+            [self.go, "mod", "download", "-json", module],
+            capture_output=True,
+            text=True,
+            env=self._env(),
+            cwd=self.root,
+            check=False,
+            timeout=1800,
+        )
+        try:
+            info = json.loads(result.stdout)
+        except json.JSONDecodeError:
+            info = {}
+        if result.returncode != 0 or name not in info:
+            detail = info.get("Error") or result.stderr.strip() or result.stdout.strip()
+            raise BuildError(f"go mod download {module} failed: {detail}")
+        return str(info[name])
+
+    def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({"CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOWORK": "off"})
+        env.pop("GOFLAGS", None)
+        env.update(extra or {})
+        return env
+
+    def _go(
+        self, args: list[str], *, cwd: Path, what: str, env: dict[str, str] | None = None
+    ) -> None:
+        """Run a go command, printing progress at least every 30 s and failing with its tail."""
+        self.out(f"  {what} ...")
+        started = time.monotonic()
+        tail: list[str] = []
+        compiled = 0
+        lock = threading.Lock()
+        proc = subprocess.Popen(
+            [self.go, *args],
+            cwd=cwd,
+            env=self._env(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+
+        stream = proc.stdout
+        if stream is None:  # impossible with stdout=PIPE; keeps the type checker honest
+            raise BuildError("no output pipe from go")
+
+        def reader() -> None:
+            nonlocal compiled
+            for line in stream:
+                with lock:
+                    compiled += 1
+                    tail.append(line.rstrip())
+                    del tail[:-40]
+
+        thread = threading.Thread(target=reader, name="go-output", daemon=True)
+        thread.start()
+        while True:
+            try:
+                proc.wait(timeout=_PROGRESS_EVERY_S)
+                break
+            except subprocess.TimeoutExpired:
+                with lock:
+                    count = compiled
+                self.out(
+                    f"    ... {what}: {_fmt(time.monotonic() - started)} elapsed, "
+                    f"{count} packages so far"
+                )
+        thread.join(timeout=10)
+        if proc.returncode != 0:
+            shown = "\n".join(tail[-25:])
+            raise BuildError(f"go {args[0]} failed while {what} (exit {proc.returncode}):\n{shown}")
+
+    @contextmanager
+    def _lock(self) -> Iterator[None]:
+        with (self.root / ".build.lock").open("w") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self.out("another build of the same versions is running; waiting for it to finish")
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class Builder(GoBuild):
     """Builds (or finds already built) every control-plane binary for one set of versions."""
 
     def __init__(
@@ -141,11 +260,9 @@ class Builder:
         go: str = "go",
         out: Printer = print,
     ) -> None:
+        super().__init__(cache / "controlplane" / versions.key, go=go, out=out)
         self.versions = versions
         self.cache = cache
-        self.go = go
-        self.out = out
-        self.root = cache / "controlplane" / versions.key
         self.bin_dir = self.root / "bin"
         self.stage_dir = self.root / "stages"
         self.work_dir = self.root / "work"
@@ -175,12 +292,7 @@ class Builder:
         with self._lock():
             if self.complete():  # another process finished it while we waited
                 return report
-            major, minor = _go_version(self.go)
-            if (major, minor) < _MIN_GO:
-                raise BuildError(
-                    f"Go {major}.{minor} is too old to build Kubernetes "
-                    f"{self.versions.kubernetes}; Go {_MIN_GO[0]}.{_MIN_GO[1]} or newer is needed"
-                )
+            major, minor = check_go(self.go, f"Kubernetes {self.versions.kubernetes}")
             self.bin_dir.mkdir(parents=True, exist_ok=True)
             self.out(
                 f"building the control plane (Kubernetes {self.versions.kubernetes}, etcd "
@@ -300,94 +412,10 @@ class Builder:
             target.write_bytes(source.read_bytes())
             target.chmod(0o644)
 
-    # ----------------------------------------------------------------- helpers
-    def _download_field(self, module: str, name: str) -> str:
-        result = subprocess.run(
-            [self.go, "mod", "download", "-json", module],
-            capture_output=True,
-            text=True,
-            env=self._env(),
-            cwd=self.root,
-            check=False,
-            timeout=1800,
-        )
-        try:
-            info = json.loads(result.stdout)
-        except json.JSONDecodeError:
-            info = {}
-        if result.returncode != 0 or name not in info:
-            detail = info.get("Error") or result.stderr.strip() or result.stdout.strip()
-            raise BuildError(f"go mod download {module} failed: {detail}")
-        return str(info[name])
 
-    def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update({"CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOWORK": "off"})
-        env.pop("GOFLAGS", None)
-        env.update(extra or {})
-        return env
-
-    def _go(
-        self, args: list[str], *, cwd: Path, what: str, env: dict[str, str] | None = None
-    ) -> None:
-        """Run a go command, printing progress at least every 30 s and failing with its tail."""
-        self.out(f"  {what} ...")
-        started = time.monotonic()
-        tail: list[str] = []
-        compiled = 0
-        lock = threading.Lock()
-        proc = subprocess.Popen(
-            [self.go, *args],
-            cwd=cwd,
-            env=self._env(env),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            bufsize=1,
-        )
-
-        stream = proc.stdout
-        if stream is None:  # impossible with stdout=PIPE; keeps the type checker honest
-            raise BuildError("no output pipe from go")
-
-        def reader() -> None:
-            nonlocal compiled
-            for line in stream:
-                with lock:
-                    compiled += 1
-                    tail.append(line.rstrip())
-                    del tail[:-40]
-
-        thread = threading.Thread(target=reader, name="go-output", daemon=True)
-        thread.start()
-        while True:
-            try:
-                proc.wait(timeout=_PROGRESS_EVERY_S)
-                break
-            except subprocess.TimeoutExpired:
-                with lock:
-                    count = compiled
-                self.out(
-                    f"    ... {what}: {_fmt(time.monotonic() - started)} elapsed, "
-                    f"{count} packages so far"
-                )
-        thread.join(timeout=10)
-        if proc.returncode != 0:
-            shown = "\n".join(tail[-25:])
-            raise BuildError(f"go {args[0]} failed while {what} (exit {proc.returncode}):\n{shown}")
-
-    @contextmanager
-    def _lock(self) -> Iterator[None]:
-        with (self.root / ".build.lock").open("w") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                self.out("another build of the same versions is running; waiting for it to finish")
-                fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+def fmt_seconds(seconds: float) -> str:
+    """``4m05s``, or ``12.3s`` under a minute (build progress lines)."""
+    return _fmt(seconds)
 
 
 def _fmt(seconds: float) -> str:

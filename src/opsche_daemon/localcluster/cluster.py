@@ -28,6 +28,7 @@ from opsche_daemon.localcluster import process
 from opsche_daemon.localcluster.api import ApiError, LocalApi, http_ok, write_kubeconfig
 from opsche_daemon.localcluster.build import Builder
 from opsche_daemon.localcluster.components import (
+    AUDIT_POLICY,
     COMPONENTS,
     KWOK_NODE_ANNOTATION,
     PORT_NAMES,
@@ -270,6 +271,7 @@ class LocalCluster:
         ensure_pki(layout.pki.directory)
         write_kubeconfig(layout.kubeconfig, layout.server, layout.pki)
         layout.scheduler_config_file.write_text(scheduler_config(layout))
+        layout.audit_policy_file.write_text(AUDIT_POLICY)
         data: dict[str, Any] = {
             "versions": self.versions.key,
             "ports": ports,

@@ -12,6 +12,7 @@ from pathlib import Path
 from opsche_daemon.localcluster.pki import PKI
 
 __all__ = [
+    "AUDIT_POLICY",
     "COMPONENTS",
     "PORT_NAMES",
     "SERVICE_CLUSTER_IP_RANGE",
@@ -72,6 +73,19 @@ class Layout:
         return self.state_dir / "kube-scheduler.yaml"
 
     @property
+    def audit_policy_file(self) -> Path:
+        """The API server's audit policy: what service accounts do, at Metadata level."""
+        return self.state_dir / "audit-policy.yaml"
+
+    @property
+    def audit_log(self) -> Path:
+        """One JSON line per request a service account made (who, verb, resource, code).
+
+        Tests read it to prove RBAC rules from what a component actually asked for.
+        """
+        return self.log_dir / "audit.log"
+
+    @property
     def server(self) -> str:
         """The API server URL."""
         return f"https://{LOOPBACK}:{self.ports['kube-apiserver']}"
@@ -126,6 +140,10 @@ def argv_for(name: str, layout: Layout) -> list[str]:
             "--max-requests-inflight=0",
             "--max-mutating-requests-inflight=0",
             "--enable-priority-and-fairness=false",
+            f"--audit-policy-file={layout.audit_policy_file}",
+            f"--audit-log-path={layout.audit_log}",
+            "--audit-log-maxsize=100",
+            "--audit-log-maxbackup=1",
         ]
     if name == "kube-controller-manager":
         return [
@@ -177,6 +195,19 @@ def health_url(name: str, layout: Layout) -> str:
     if name == "kwok":
         return f"http://{LOOPBACK}:{p['kwok']}/healthz"
     raise ValueError(f"unknown component {name!r}")
+
+
+# Only service accounts are audited: the cluster's own components use the admin certificate, so
+# the log holds what a workload (opsche run with its chart's rights, in the RBAC test) asked for.
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    userGroups: ["system:serviceaccounts"]
+  - level: None
+"""
 
 
 def scheduler_config(layout: Layout) -> str:

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["BINARIES", "Versions", "cache_root", "load_versions"]
+__all__ = ["BINARIES", "Versions", "cache_root", "load_versions", "read_pins"]
 
 # Every binary the local cluster runs, plus kubectl for people poking at it by hand.
 BINARIES = (
@@ -67,9 +67,15 @@ def _parse(text: str) -> dict[str, str]:
     return values
 
 
+def read_pins(path: Path | None = None) -> tuple[dict[str, str], Path]:
+    """Every ``KEY=VALUE`` of ``versions.env`` (or ``path``), and the file read."""
+    where = path or _VERSIONS_FILE
+    return _parse(where.read_text(encoding="utf-8")), where
+
+
 def load_versions(path: Path = _VERSIONS_FILE) -> Versions:
     """Read the pinned versions; a missing or malformed entry is a packaging bug, said plainly."""
-    values = _parse(path.read_text(encoding="utf-8"))
+    values, _ = read_pins(path)
     try:
         versions = Versions(
             kubernetes=values["KUBERNETES_VERSION"],

@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from opsche_daemon.localcluster.tools import ToolBuilder, load_tool_versions, tool_bin_dir
 from opsche_daemon.localcluster.versions import cache_root, load_versions
 
 
@@ -32,3 +33,14 @@ def test_cache_root_honours_environment(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.delenv("OPSCHE_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
     assert cache_root() == tmp_path / "x" / "opsche"
+
+
+def test_the_shipping_tools_are_pinned_beside_the_control_plane(tmp_path: Path) -> None:
+    tools = load_tool_versions()
+    assert tools.helm.startswith("v3.")
+    assert tool_bin_dir(tools, tmp_path) == tmp_path / "tools" / tools.key / "bin"
+    assert ToolBuilder(tools, tmp_path).missing() == ["helm", "helm-unittest", "crane"]
+    broken = tmp_path / "versions.env"
+    broken.write_text("HELM_VERSION=v3.22.0\n")
+    with pytest.raises(ValueError, match="HELM_UNITTEST_VERSION is not set"):
+        load_tool_versions(broken)
