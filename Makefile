@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO_NODES ?= 8
 
-.PHONY: setup venv controlplane tools check fmt test test-unit test-integration demo clean cluster-down
+.PHONY: setup venv controlplane tools mmdebstrap image check fmt test test-unit test-integration demo clean cluster-down
 
 setup: venv controlplane
 
@@ -27,6 +27,15 @@ controlplane: venv
 tools: venv
 	$(BIN)/opsche cluster build --tools
 
+# mmdebstrap (Debian's package) makes the image's root filesystem; installed when missing if root.
+mmdebstrap:
+	@command -v mmdebstrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -q mmdebstrap; } \
+	  || { echo "make: mmdebstrap is needed for the image (apt-get install mmdebstrap)" >&2; exit 1; }
+
+# The container image as an OCI layout in build/image (no Docker engine: mmdebstrap + crane).
+image: tools mmdebstrap
+	$(BIN)/opsche image build --out build/image
+
 # The static checks CI runs before the tests: formatting, lint, types (tests too), layering.
 check: venv
 	$(BIN)/ruff format --check src tests
@@ -40,7 +49,7 @@ fmt: venv
 
 # pytest exits 5 when it collected nothing: for this suite that is a broken path or import,
 # never a pass, so it is reported and turned into a plain failure.
-test: setup tools
+test: setup tools mmdebstrap
 	@$(BIN)/pytest tests; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests; failing" >&2; exit 1; fi; \
 	exit $$status
@@ -48,7 +57,7 @@ test: setup tools
 test-unit: venv
 	$(BIN)/pytest -q tests/unit
 
-test-integration: setup tools
+test-integration: setup tools mmdebstrap
 	$(BIN)/pytest tests/integration
 
 demo: setup

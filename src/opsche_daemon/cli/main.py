@@ -17,6 +17,7 @@ from opsche_daemon.cli import (
     cluster_cmd,
     config_cmd,
     demo_cmd,
+    image_cmd,
     replay_cmd,
     run_cmd,
     solve_cmd,
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     config_cmd.register(commands)
     solve_cmd.register(commands)
     bench_cmd.register(commands)
+    image_cmd.register(commands)
     replay_cmd.add_trace_replay_parser(trace_cmd.register(commands))
     return parser
 

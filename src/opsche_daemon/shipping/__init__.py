@@ -1,0 +1,1 @@
+"""Shipping opsche: the container image (``image``), built here without a Docker engine."""
