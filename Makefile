@@ -29,7 +29,7 @@ tools: venv
 
 # mmdebstrap (Debian's package) makes the image's root filesystem; installed when missing if root.
 mmdebstrap:
-	@command -v mmdebstrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -q mmdebstrap; } \
+	@command -v mmdebstrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -q && apt-get install -y -q mmdebstrap; } \
 	  || { echo "make: mmdebstrap is needed for the image (apt-get install mmdebstrap)" >&2; exit 1; }
 
 # The container image as an OCI layout in build/image (no Docker engine: mmdebstrap + crane).
