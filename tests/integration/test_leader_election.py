@@ -93,10 +93,15 @@ def scheduled(daemon: DaemonProcess) -> list[str]:
     return [str(x["pod"]) for x in log_lines(daemon) if x.get("event") == "pod scheduled"]
 
 
-async def wait_for_log(daemon: DaemonProcess, event: str, within: float = 30.0) -> None:
-    """Until the daemon's log has a line with this event (a log file has no watch to await)."""
+async def wait_for_log(
+    daemon: DaemonProcess, event: str, within: float = 30.0, **fields: object
+) -> None:
+    """Until the daemon's log has a line with this event and these fields (no watch to await)."""
     deadline = time.monotonic() + within
-    while not any(x.get("event") == event for x in log_lines(daemon)):
+    while not any(
+        x.get("event") == event and all(x.get(k) == v for k, v in fields.items())
+        for x in log_lines(daemon)
+    ):
         if time.monotonic() > deadline:
             raise AssertionError(f"no {event!r} in the log within {within}s:\n{daemon.log_tail()}")
         await asyncio.sleep(0.05)
@@ -170,7 +175,7 @@ async def test_failover_after_kill_and_hand_over_on_sigterm(
 
     # SIGTERM: the leader releases the Lease on its way out, the follower takes it at once.
     c = replicas.start("c")
-    await wait_for_log(c, "lease holder changed")  # c has seen b's Lease: a warm follower
+    await wait_for_log(c, "lease holder changed", holder=identity(b))  # a warm follower
     terminated = time.monotonic()
     b.process.terminate()
     handed = await wait_for_holder(api, namespace, identity(c), within=10)
@@ -198,7 +203,7 @@ async def test_a_leader_that_loses_its_lease_stops_writing_at_once_and_exits(
     lease.spec.renew_time = now
     await coordination.replace_namespaced_lease(LEASE, namespace, lease)
     # Its next renewal sees the new holder: a pod created now must not be bound by it.
-    await wait_for_log(a, "lease holder changed")
+    await wait_for_log(a, "lease holder changed", holder="impostor")
     await core.create_namespaced_pod(namespace, bare_pod("orphan"))
     await wait_for_log(a, "write refused: not the leader")
     assert a.process.wait(timeout=RENEW_S + 10) == 1, a.log_tail()  # like kube-scheduler
