@@ -73,6 +73,6 @@ def test_solve_reports_a_bad_file_plainly(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"nodes": "oops", "pods": []}')
     result = opsche("solve", str(bad))
-    assert result.returncode == 1
+    assert result.returncode == 2  # bad input, as argparse and opsche config check
     assert "'nodes' must be a list of objects" in result.stderr
     assert "Traceback" not in result.stderr
