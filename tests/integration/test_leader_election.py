@@ -186,7 +186,7 @@ async def test_failover_after_kill_and_hand_over_on_sigterm(
     assert hand_over < 2.0
     await core.create_namespaced_pod(namespace, bare_pod("after"))
     await wait_for_pods(api, namespace, all_bound(total + 1), what="the last pod bound by c")
-    assert "/".join((namespace, "after")) in scheduled(c)
+    await wait_for_log(c, "pod scheduled", pod=f"{namespace}/after")
 
 
 async def test_a_leader_that_loses_its_lease_stops_writing_at_once_and_exits(
@@ -215,4 +215,6 @@ async def test_a_leader_that_loses_its_lease_stops_writing_at_once_and_exits(
     b = replicas.start("b")
     await wait_for_holder(api, namespace, identity(b), within=LEASE_S + RETRY_S + 10)
     await wait_for_pods(api, namespace, all_bound(1), what="the pod bound by the new leader")
+    # The log line follows the bind's answer: wait for it rather than race it.
+    await wait_for_log(b, "pod scheduled", pod=f"{namespace}/orphan")
     assert scheduled(b) == [f"{namespace}/orphan"]
