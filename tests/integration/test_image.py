@@ -15,8 +15,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from kubernetes_asyncio import client
 
 from opsche_daemon import __version__
 from opsche_daemon.localcluster.components import Layout
+from opsche_daemon.localcluster.daemon_process import DaemonProcess, wait_until_ready
 from opsche_daemon.localcluster.versions import cache_root
 from opsche_daemon.shipping.image import image_config, unpack
 from tests.integration.waiting import wait_for_pods
@@ -94,19 +93,7 @@ def start_and_wait_ready(argv: list[str], log: Path, port: int) -> subprocess.Po
     """Start the image's ``opsche run``; return once its /readyz answers 200 (bounded)."""
     with log.open("wb") as handle:
         process = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 120
-    while True:  # no event to await: /readyz is the daemon's own signal
-        assert process.poll() is None, log.read_text()[-3000:]
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as reply:
-                if reply.status == 200:
-                    return process
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            process.kill()
-            raise AssertionError(log.read_text()[-3000:])
-        time.sleep(0.2)
+    return wait_until_ready(DaemonProcess(process, port, log), within=120).process
 
 
 async def test_the_image_schedules_a_pod_and_stops_cleanly(

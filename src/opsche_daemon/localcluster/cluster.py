@@ -112,6 +112,11 @@ def default_state_dir() -> Path:
     explicit = os.environ.get("OPSCHE_STATE_DIR")
     if explicit:
         return Path(explicit).expanduser()
+    return _standard_state_dir()
+
+
+def _standard_state_dir() -> Path:
+    """The default without ``$OPSCHE_STATE_DIR``: ``$XDG_STATE_HOME`` or ``~/.local/state``."""
     xdg = os.environ.get("XDG_STATE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
     return base / "opsche" / "cluster"
@@ -124,9 +129,7 @@ def down_command(state_dir: Path) -> str:
     read in another shell (where that variable is not set) must still name the right cluster.
     """
     command = ".venv/bin/opsche cluster down"
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
-    if state_dir.resolve() == (base / "opsche" / "cluster").resolve():
+    if state_dir.resolve() == _standard_state_dir().resolve():
         return command
     return f"{command} --state-dir {state_dir}"
 

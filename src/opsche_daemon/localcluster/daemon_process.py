@@ -17,7 +17,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DaemonProcess", "DaemonStartError", "running_opsche", "start_opsche"]
+__all__ = [
+    "DaemonProcess",
+    "DaemonStartError",
+    "running_opsche",
+    "start_opsche",
+    "wait_until_ready",
+]
 
 
 class DaemonStartError(RuntimeError):
@@ -80,9 +86,17 @@ def start_opsche(
         process = subprocess.Popen(
             argv, stdout=handle, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
         )
-    daemon = DaemonProcess(process, port, log)
-    deadline = time.monotonic() + ready_within
-    url = f"http://127.0.0.1:{port}/readyz"
+    return wait_until_ready(DaemonProcess(process, port, log), ready_within)
+
+
+def wait_until_ready(daemon: DaemonProcess, within: float = 60.0) -> DaemonProcess:
+    """Return once the daemon's /readyz answers 200; stop it and raise if it exits or times out.
+
+    There is no event to await from another process: /readyz is the daemon's own signal.
+    """
+    process = daemon.process
+    deadline = time.monotonic() + within
+    url = f"http://127.0.0.1:{daemon.port}/readyz"
     while True:
         if process.poll() is not None:
             raise DaemonStartError(f"opsche exited with {process.returncode}:\n{daemon.log_tail()}")
@@ -94,9 +108,7 @@ def start_opsche(
             pass
         if time.monotonic() > deadline:
             daemon.stop()
-            raise DaemonStartError(
-                f"opsche not ready after {ready_within:.0f}s:\n{daemon.log_tail()}"
-            )
+            raise DaemonStartError(f"opsche not ready after {within:.0f}s:\n{daemon.log_tail()}")
         time.sleep(0.1)
 
 
