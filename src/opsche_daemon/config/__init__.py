@@ -30,6 +30,12 @@ Example (every field optional; the defaults are kube-scheduler's)::
       retryPeriodSeconds: 2
       resourceName: opsche           # the Lease's name
       resourceNamespace: kube-system
+    extenders:                       # kube-scheduler's extenders, same fields
+      - urlPrefix: http://127.0.0.1:8888
+        prioritizeVerb: prioritize
+        weight: 1
+        httpTimeout: 100ms
+        ignorable: true
 
 Modules: ``settings`` (the dataclasses and enums, each field's default, unit and reason written
 once), ``schema`` (how a field is documented, and walking the tree), ``loader`` (the file to a
@@ -45,6 +51,7 @@ from __future__ import annotations
 from opsche_daemon.config.check import check_config
 from opsche_daemon.config.describe import defaults_yaml
 from opsche_daemon.config.errors import ConfigError
+from opsche_daemon.config.extenders import ExtenderSettings, ExtenderTLS
 from opsche_daemon.config.loader import load_config, parse_config, read_config
 from opsche_daemon.config.schema import Doc, Setting, settings_of, show, yaml_key
 from opsche_daemon.config.settings import (
@@ -64,6 +71,8 @@ __all__ = [
     "ClientConnection",
     "ConfigError",
     "Doc",
+    "ExtenderSettings",
+    "ExtenderTLS",
     "LeaderElect",
     "LeaderElectionSettings",
     "OptimiserSettings",

@@ -25,6 +25,7 @@ import yaml
 
 from opsche_daemon.config.check import check_config
 from opsche_daemon.config.errors import ConfigError
+from opsche_daemon.config.extenders import ExtenderSettings, parse_extenders
 from opsche_daemon.config.schema import Setting, settings_of, show
 from opsche_daemon.config.settings import SchedulerConfig
 
@@ -184,6 +185,8 @@ def _scalar(item: Setting, raw: Any, problems: list[str]) -> Any:
 def _convert(item: Setting, raw: Any, problems: list[str]) -> Any:
     """``raw`` converted to the field's type, or ``_INVALID`` (the problem is recorded)."""
     origin, args = typing.get_origin(item.hint), typing.get_args(item.hint)
+    if origin is tuple and args == (ExtenderSettings, ...):
+        return parse_extenders(item.name, raw, problems)
     if origin is tuple and args == (str, ...):
         return _names(item.name, raw, problems)
     if origin is Mapping and args == (str, int):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from opsche_daemon.config.extenders import ExtenderSettings
 from opsche_daemon.config.schema import doc
 
 __all__ = [
@@ -439,3 +440,14 @@ class SchedulerConfig:
     )
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
     leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
+    extenders: tuple[ExtenderSettings, ...] = field(
+        default=(),
+        metadata=doc(
+            yaml="extenders",
+            unit="list of extenders",
+            reason="HTTP services asked to filter and score nodes, as kube-scheduler's extenders "
+            "(urlPrefix, filterVerb, prioritizeVerb, weight, httpTimeout, ignorable, "
+            "nodeCacheCapable, managedResources, enableHTTPS, tlsConfig); plans only place pods "
+            "where the filter extenders accept them",
+        ),
+    )

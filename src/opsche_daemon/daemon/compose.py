@@ -16,11 +16,12 @@ deferral read) and what feeds ``scheduler.events`` (a watch, or the in-process A
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from opsche_daemon.cache import Cache
 from opsche_daemon.config import SchedulerConfig, Trigger
+from opsche_daemon.framework.extender import Extender
 from opsche_daemon.framework.interface import Plugin
 from opsche_daemon.framework.plugins.default_preemption import DefaultPreemption
 from opsche_daemon.framework.registry import build_framework
@@ -55,8 +56,13 @@ def compose(
     *,
     clock: Clock = time.monotonic,
     before_validate: Callable[[], Awaitable[None]] | None = None,
+    extenders: Sequence[Extender] = (),
 ) -> Composed:
-    """Build the scheduler, its framework and the optimisation flow over ``writer``."""
+    """Build the scheduler, its framework and the optimisation flow over ``writer``.
+
+    ``extenders`` are the clients of ``config.extenders`` (the daemon makes them over HTTP); the
+    scheduling cycle calls them, and plans only place pods where their filters agree.
+    """
     nominator = Nominator()
     built: list[Framework] = []
 
@@ -77,6 +83,13 @@ def compose(
     extra: list[Plugin] = [preemption] if config.preemption.enabled else []
     extra += plan_plugins(plan_state)
     args = {k: v for k, v in config.profile.plugin_args.items() if k != "DefaultPreemption"}
+    ignored = [r for e in config.extenders for r in e.ignored_resources]
+    if ignored:
+        # Upstream: extender-managed resources with ignoredByScheduler replace NodeResourcesFit's
+        # ignoredResources, so the scheduler leaves their accounting to the extender.
+        fit_args = dict(args.get("NodeResourcesFit") or {})
+        fit_args["ignoredResources"] = ignored
+        args["NodeResourcesFit"] = fit_args
     built.append(
         build_framework(
             disabled=config.profile.disabled,
@@ -97,6 +110,7 @@ def compose(
         bind_workers=config.bind_workers,
         preemption=config.preemption.enabled,
         nominator=nominator,
+        extenders=extenders,
     )
     flow = OptimizationFlow(
         scheduler,

@@ -45,6 +45,7 @@ from opsche_daemon.daemon.failpoints import FailpointError, parse_failpoints
 from opsche_daemon.daemon.logs import configure_logging
 from opsche_daemon.daemon.server import serve_http
 from opsche_daemon.daemon.tasks import Supervisor
+from opsche_daemon.extender import build_extenders
 from opsche_daemon.framework.runtime import Framework
 from opsche_daemon.kube.binder import WriteApi
 from opsche_daemon.kube.client import api_client
@@ -95,6 +96,10 @@ class Daemon:
         self.elector: LeaderElector | None = None
         self.stop = asyncio.Event()
         try:
+            self.extenders = build_extenders(config.extenders, self.metrics)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            raise StartupError(f"extenders: cannot set up TLS: {exc}") from None
+        try:
             self.failpoints = parse_failpoints(os.environ)
         except FailpointError as exc:
             raise StartupError(str(exc)) from None
@@ -106,6 +111,7 @@ class Daemon:
             self.cache,
             self.metrics,
             before_validate=self.failpoints.get("before-validate"),
+            extenders=self.extenders,
         )
         self.framework = composed.framework
         self.scheduler = composed.scheduler
@@ -265,6 +271,8 @@ class Daemon:
         await self.flow.stop(within=_SHUTDOWN_BOUND_S)  # no new run; the current one torn down
         await scheduler.drain(within=_SHUTDOWN_BOUND_S)
         await writer.drain_events(within=_SHUTDOWN_BOUND_S)
+        for extender in self.extenders:
+            await extender.aclose()
         if self.elector is not None:
             await self.elector.release()
         if not kopf_stop.done():

@@ -33,9 +33,14 @@ class WriteApi(Protocol):
         ...
 
     async def set_unschedulable(
-        self, pod: Pod, message: str, nominated_node: str | None = None
+        self,
+        pod: Pod,
+        message: str,
+        nominated_node: str | None = None,
+        *,
+        reason: str = "Unschedulable",
     ) -> None:
-        """``PodScheduled=False/Unschedulable`` (and ``nominatedNodeName``)."""
+        """``PodScheduled=False/<reason>`` (and ``nominatedNodeName``)."""
         ...
 
     async def mark_disruption_target(self, pod: Pod, preemptor: Pod) -> None:
@@ -72,9 +77,11 @@ class KubeBinder:
         """Post an event in the background."""
         self.writer.event(pod, reason, note, type_=type_)
 
-    async def set_unschedulable(self, pod: Pod, message: str, nominated_node: str | None) -> None:
+    async def set_unschedulable(
+        self, pod: Pod, message: str, nominated_node: str | None, *, reason: str = "Unschedulable"
+    ) -> None:
         """PodScheduled=False with the FailedScheduling message (and nominatedNodeName)."""
-        await self.writer.set_unschedulable(pod, message, nominated_node)
+        await self.writer.set_unschedulable(pod, message, nominated_node, reason=reason)
 
     async def preempt(self, preemptor: Pod, result: PostFilterResult) -> bool:
         """Mark each victim a DisruptionTarget, then evict it through the Eviction API.

@@ -48,13 +48,18 @@ class FencedWriter:
         await self.writer.bind(pod, node_name)
 
     async def set_unschedulable(
-        self, pod: Pod, message: str, nominated_node: str | None = None
+        self,
+        pod: Pod,
+        message: str,
+        nominated_node: str | None = None,
+        *,
+        reason: str = "Unschedulable",
     ) -> None:
         """The pod's condition, unless fenced (the next leader sets its own)."""
         if not self.may_act():
             self._refuse("status", pod)
             return
-        await self.writer.set_unschedulable(pod, message, nominated_node)
+        await self.writer.set_unschedulable(pod, message, nominated_node, reason=reason)
 
     async def mark_disruption_target(self, pod: Pod, preemptor: Pod) -> None:
         """The victim's condition, unless fenced (its eviction is refused too)."""

@@ -66,9 +66,18 @@ class Writer:
         response.release()
 
     async def set_unschedulable(
-        self, pod: Pod, message: str, nominated_node: str | None = None
+        self,
+        pod: Pod,
+        message: str,
+        nominated_node: str | None = None,
+        *,
+        reason: str = "Unschedulable",
     ) -> None:
-        """Set ``PodScheduled=False/Unschedulable`` (and ``nominatedNodeName``) on the pod."""
+        """Set ``PodScheduled=False/<reason>`` (and ``nominatedNodeName``) on the pod.
+
+        ``reason`` is upstream's: Unschedulable when no node fits, SchedulerError when the
+        cycle failed (a non-ignorable extender did not answer, say).
+        """
         await self.limiter.acquire()
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         status: dict[str, Any] = {
@@ -76,7 +85,7 @@ class Writer:
                 {
                     "type": "PodScheduled",
                     "status": "False",
-                    "reason": "Unschedulable",
+                    "reason": reason,
                     "message": message,
                     "lastProbeTime": None,
                     "lastTransitionTime": now,

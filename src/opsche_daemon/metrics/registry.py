@@ -141,6 +141,23 @@ class Metrics:
             registry=r,
         )
 
+        self.extender_duration = Histogram(
+            "opsche_extender_request_duration_seconds",
+            "Latency of calls to scheduler extenders, by extender (its urlPrefix), verb "
+            "(filter, prioritize) and result (ok, or the kind of failure).",
+            ["extender", "verb", "result"],
+            buckets=_exponential(0.001, 2, 15),
+            registry=r,
+        )
+        self.extender_errors = Counter(
+            "opsche_extender_errors_total",
+            "Failed extender calls by extender, verb and kind (timeout, connection, status, "
+            "decode, error: the extender's own Error field), and whether the cycle went on "
+            "without the extender (ignored: true for an ignorable extender or any prioritize).",
+            ["extender", "verb", "kind", "ignored"],
+            registry=r,
+        )
+
     def set_pending_pods(self, counts: Mapping[str, int]) -> None:
         """Set ``opsche_pending_pods`` from the queue's pool sizes (after every queue change)."""
         for queue, count in counts.items():

@@ -36,6 +36,8 @@ class Node:
     images: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     ready: bool = True
     resource_version: str = ""
+    # The API object, for scheduler extenders (ExtenderArgs.Nodes carries whole Nodes).
+    raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_api(cls, obj: Mapping[str, Any]) -> Node:
@@ -60,6 +62,7 @@ class Node:
             images=MappingProxyType(images),
             ready=ready,
             resource_version=str(meta.get("resourceVersion", "")),
+            raw=obj,
         )
 
 

@@ -295,6 +295,11 @@ class Pod:
     # The message of its PodScheduled=False/Unschedulable condition, if it has one: a scheduler
     # that failed it again for the same reason writes nothing (as upstream's updatePod).
     unschedulable_message: str | None = None
+    # The API object it was built from, as the watch delivered it: scheduler extenders are sent
+    # the pod itself (ExtenderArgs.Pod), not opsche's view of it. Not compared, not copied by
+    # ``dataclasses.replace`` callers on purpose (a pod changed in memory keeps the object it
+    # came from).
+    raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -421,4 +426,5 @@ class Pod:
             unsupported_volumes=unsupported,
             created=parse_time(meta.get("creationTimestamp")),
             deleting=meta.get("deletionTimestamp") is not None,
+            raw=obj,
         )

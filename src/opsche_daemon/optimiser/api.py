@@ -16,6 +16,7 @@ from opsche_daemon.model.plan import Plan
 from opsche_daemon.model.snapshot import Snapshot
 from opsche_daemon.optimiser.heuristic import HeuristicSolver, heuristic_counts
 from opsche_daemon.optimiser.problem import (
+    ExtraFilter,
     Problem,
     build_problem,
     fill_greedily,
@@ -45,19 +46,23 @@ def solve_snapshot(
     alpha: float = 0.8,
     disruptions_per_placement: float = 0.0,
     stall_s: float = 0.0,
+    extra_filter: ExtraFilter | None = None,
 ) -> Plan:
     """The best plan for ``snapshot`` found within ``time_limit`` seconds (or until cancelled).
 
     ``disruptions_per_placement`` > 0 bounds the pods a CP-SAT plan moves or evicts per pending
     pod it places (see ``optimiser.cpsat``); the heuristic has no such bound and refuses one.
     ``stall_s`` > 0 ends a CP-SAT phase that has found nothing better for that long.
+    ``extra_filter`` (scheduler extenders) narrows where each group may go.
     """
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose from {', '.join(SOLVERS)}")
     started = time.monotonic()
     deadline = started + time_limit
     cancel = cancel or threading.Event()
-    problem = build_problem(snapshot, scheduler_name=scheduler_name, protected=protected)
+    problem = build_problem(
+        snapshot, scheduler_name=scheduler_name, protected=protected, extra_filter=extra_filter
+    )
     chosen: Solver
     if solver == SolverKind.HEURISTIC:
         if disruptions_per_placement > 0:

@@ -19,13 +19,14 @@ Who may change (decided here once for every solver; the safety rules themselves 
 
 Feasibility of a group on a node comes from the scheduler's own Filter plugins
 (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodeResourcesFit against the empty
-node), so the optimiser and the scheduler share one definition of "fits".
+node), so the optimiser and the scheduler share one definition of "fits"; with scheduler
+extenders configured, their filters narrow it once per group and solve (``extra_filter``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from opsche_daemon.framework.interface import CycleState
@@ -38,8 +39,14 @@ from opsche_daemon.model.resources import Resources
 from opsche_daemon.model.snapshot import Snapshot
 from opsche_daemon.safety import Protected, disturb_refusals
 
+# Asked once per group with its first pod and its statically feasible nodes: the names of those
+# nodes the scheduler extenders' filters accept (the flow answers it over HTTP, see
+# ``plans.extenders``). None: no extenders.
+ExtraFilter = Callable[[Pod, Sequence[NodeInfo]], Collection[str]]
+
 __all__ = [
     "STATIC_FILTERS",
+    "ExtraFilter",
     "Group",
     "NodeSpec",
     "Problem",
@@ -223,11 +230,12 @@ def _make_groups(
     members: Mapping[tuple[object, ...], list[tuple[int | None, Pod]]],
     dims: tuple[str, ...],
     feasibility: StaticFeasibility,
-    node_count: int,
+    infos: Sequence[NodeInfo],
+    extra_filter: ExtraFilter | None = None,
 ) -> tuple[list[Group], list[list[int]]]:
     """Groups from signature buckets, and what the groups use on each node now."""
     groups: list[Group] = []
-    group_usage = [[0] * len(dims) for _ in range(node_count)]
+    group_usage = [[0] * len(dims) for _ in infos]
     for signature_members in members.values():
         first = signature_members[0][1]
         running: dict[int, list[Pod]] = {}
@@ -242,6 +250,9 @@ def _make_groups(
             for d, amount in enumerate(requests):
                 group_usage[node_index][d] += amount * len(pods)
         statically = set(feasibility.of(first))
+        if extra_filter is not None and statically:
+            accepted = set(extra_filter(first, [infos[i] for i in sorted(statically)]))
+            statically = {i for i in statically if infos[i].name in accepted}
         groups.append(
             Group(
                 index=len(groups),
@@ -261,8 +272,13 @@ def build_problem(
     *,
     scheduler_name: str,
     protected: Protected,
+    extra_filter: ExtraFilter | None = None,
 ) -> Problem:
-    """The optimisation problem for ``snapshot``'s pending pods of ``scheduler_name``."""
+    """The optimisation problem for ``snapshot``'s pending pods of ``scheduler_name``.
+
+    ``extra_filter`` narrows each group's feasible nodes further (scheduler extenders): a group
+    may then only stay where it runs, never move to or be placed on a node it refuses.
+    """
     infos = snapshot.node_infos()
     dims = _dimensions(infos)
     feasibility = StaticFeasibility(infos, snapshot)
@@ -292,7 +308,7 @@ def build_problem(
             f"{len(untouched)} pending pod(s) with pod affinity, topology spread, host ports, "
             "unsupported volumes or scheduling gates are left to the scheduling cycle"
         )
-    groups, group_usage = _make_groups(members, dims, feasibility, len(infos))
+    groups, group_usage = _make_groups(members, dims, feasibility, infos, extra_filter)
     nodes = []
     for i, info in enumerate(infos):
         capacity = _vector(info.node.allocatable, dims, info.node.allocatable.pods)

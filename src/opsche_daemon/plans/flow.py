@@ -29,6 +29,7 @@ from opsche_daemon.optimiser.budget import budget_of
 from opsche_daemon.optimiser.repair import repair_plan
 from opsche_daemon.optimiser.validate import validate_plan
 from opsche_daemon.plans.enforcement import Evict, PlanEnforcer
+from opsche_daemon.plans.extenders import extender_filter
 from opsche_daemon.plans.outcomes import FAILED_OUTCOMES, RunOutcome, SolveResult
 from opsche_daemon.plans.plugins import PlanState
 from opsche_daemon.safety import Protected
@@ -188,6 +189,7 @@ class OptimizationFlow:
             cancel=self.cancel,
             disruptions_per_placement=settings.max_disruptions_per_placement,
             stall_s=settings.solve_stall_s,
+            extra_filter=extender_filter(self.scheduler.extenders),
         )
         metrics.solve_duration.labels(settings.solver).observe(plan.seconds)
         self._solve_s = plan.seconds

@@ -26,8 +26,10 @@ class Binder(Protocol):
         """Post an event in the background; never raises and never blocks the cycle."""
         ...
 
-    async def set_unschedulable(self, pod: Pod, message: str, nominated_node: str | None) -> None:
-        """Set the PodScheduled=False condition (and nominatedNodeName)."""
+    async def set_unschedulable(
+        self, pod: Pod, message: str, nominated_node: str | None, *, reason: str = "Unschedulable"
+    ) -> None:
+        """Set the PodScheduled=False condition (``reason``: Unschedulable or SchedulerError)."""
         ...
 
     async def preempt(self, preemptor: Pod, result: PostFilterResult) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -28,6 +28,7 @@ from typing import Any
 import structlog
 
 from opsche_daemon.cache import Cache
+from opsche_daemon.framework.extender import Extender, ExtenderError, schedule_with_extenders
 from opsche_daemon.framework.interface import Code, CycleState
 from opsche_daemon.framework.runtime import FitError, Framework
 from opsche_daemon.metrics import Metrics
@@ -75,8 +76,11 @@ class Scheduler:
         bind_workers: int = 16,
         preemption: bool = True,
         nominator: Nominator | None = None,
+        extenders: Sequence[Extender] = (),
     ) -> None:
         self.name = name
+        # kube-scheduler's extenders, asked after the Filter plugins and beside the Score ones.
+        self.extenders = tuple(extenders)
         self.framework = framework
         self.queue = queue
         self.cache = cache
@@ -218,7 +222,24 @@ class Scheduler:
         state = CycleState(self.cache.snapshot())
         algorithm_started = time.monotonic()
         try:
-            result = self.framework.schedule(state, pod, self.nominated())
+            if self.extenders:
+                result = await schedule_with_extenders(
+                    self.framework,
+                    self.extenders,
+                    state,
+                    pod,
+                    self.nominated(),
+                    self._extender_skipped,
+                )
+            else:
+                result = self.framework.schedule(state, pod, self.nominated())
+        except ExtenderError as error:
+            # A non-ignorable filter extender failed: upstream fails the cycle with the error
+            # itself as the message, reason SchedulerError, and retries the pod with backoff.
+            self.metrics.algorithm_duration.observe(time.monotonic() - algorithm_started)
+            log.warning("extender failed; pod not scheduled", pod=pod.key, error=str(error))
+            self._handle_scheduling_failure(info, str(error), set(), cycle, Code.ERROR, started)
+            return None
         except FitError as fit:
             self.metrics.algorithm_duration.observe(time.monotonic() - algorithm_started)
             # 3. No node fits: PostFilter (preemption) may nominate one for a later cycle.
@@ -317,6 +338,19 @@ class Scheduler:
         self.nominator.nominate(pod, result.nominated_node)
         return result.nominated_node
 
+    def _extender_skipped(
+        self, extender: Extender, verb: str, pod: Pod, error: ExtenderError
+    ) -> None:
+        """An ignorable extender (or any prioritize call) failed and the cycle went on."""
+        log.warning(
+            "extender skipped",
+            extender=extender.name,
+            verb=verb,
+            pod=pod.key,
+            kind=error.kind,
+            error=str(error),
+        )
+
     def _handle_scheduling_failure(
         self,
         info: QueuedPod,
@@ -346,7 +380,10 @@ class Scheduler:
             nominated is None or nominated == pod.nominated_node_name
         )
         if not unchanged:  # as upstream's updatePod: no write when nothing would change
-            self._spawn(self._set_condition(pod, message, nominated), f"condition:{pod.key}")
+            reason = "Unschedulable" if unschedulable else "SchedulerError"
+            self._spawn(
+                self._set_condition(pod, message, nominated, reason), f"condition:{pod.key}"
+            )
 
     def _handle_binding_failure(self, info: QueuedPod, decision: _Decision, exc: Exception) -> None:
         """Forget the assumption, Unreserve, and retry the pod unless it went away meanwhile."""
@@ -365,9 +402,11 @@ class Scheduler:
         self.metrics.schedule_attempts.labels(AttemptResult.ERROR, self.name).inc()
         self.binder.event(info.pod, "FailedScheduling", f"Binding rejected: {exc}", type_="Warning")
 
-    async def _set_condition(self, pod: Pod, message: str, nominated: str | None) -> None:
+    async def _set_condition(
+        self, pod: Pod, message: str, nominated: str | None, reason: str
+    ) -> None:
         try:
-            await self.binder.set_unschedulable(pod, message, nominated)
+            await self.binder.set_unschedulable(pod, message, nominated, reason=reason)
         except Exception as exc:
             log.warning("could not set PodScheduled condition", pod=pod.key, error=str(exc))
 

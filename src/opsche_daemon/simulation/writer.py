@@ -33,7 +33,12 @@ class VirtualWriter:
         await self.api.bind(pod.namespace, pod.name, pod.uid, node_name)
 
     async def set_unschedulable(
-        self, pod: Pod, message: str, nominated_node: str | None = None
+        self,
+        pod: Pod,
+        message: str,
+        nominated_node: str | None = None,
+        *,
+        reason: str = "Unschedulable",
     ) -> None:
         """``PodScheduled=False/Unschedulable`` (and ``nominatedNodeName``)."""
         await self.limiter.acquire()
@@ -42,7 +47,7 @@ class VirtualWriter:
                 {
                     "type": "PodScheduled",
                     "status": "False",
-                    "reason": "Unschedulable",
+                    "reason": reason,
                     "message": message,
                     "lastTransitionTime": _now(),
                 }

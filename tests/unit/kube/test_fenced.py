@@ -22,9 +22,14 @@ class Recorder:
         self.calls.append(f"bind {target.name} {node_name}")
 
     async def set_unschedulable(
-        self, target: Pod, message: str, nominated_node: str | None = None
+        self,
+        target: Pod,
+        message: str,
+        nominated_node: str | None = None,
+        *,
+        reason: str = "Unschedulable",
     ) -> None:
-        self.calls.append(f"status {target.name}")
+        self.calls.append(f"status {target.name} {reason}")
 
     async def mark_disruption_target(self, target: Pod, preemptor: Pod) -> None:
         self.calls.append(f"mark {target.name}")
@@ -56,7 +61,13 @@ async def test_the_leader_writes_through() -> None:
     fenced = FencedWriter(inner, lambda: True)
     result = await writes(fenced)
     assert result.outcome is EvictionOutcome.EVICTED
-    assert inner.calls == ["bind p n1", "status p", "mark p", "event Scheduled p", "evict p"]
+    assert inner.calls == [
+        "bind p n1",
+        "status p Unschedulable",
+        "mark p",
+        "event Scheduled p",
+        "evict p",
+    ]
     assert fenced.refused == 0
 
 

@@ -58,6 +58,7 @@ class FakeBinder(Binder):
     bound: list[tuple[str, str]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     conditions: list[tuple[str, str, str | None]] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
     preemptions: list[tuple[str, PostFilterResult]] = field(default_factory=list)
     on_bind: Callable[[Pod, str], None] | None = None
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -81,8 +82,11 @@ class FakeBinder(Binder):
     def event(self, pod: Pod, reason: str, note: str, *, type_: str = "Normal") -> None:
         self.events.append(Event(pod.key, reason, note, type_))
 
-    async def set_unschedulable(self, pod: Pod, message: str, nominated_node: str | None) -> None:
+    async def set_unschedulable(
+        self, pod: Pod, message: str, nominated_node: str | None, *, reason: str = "Unschedulable"
+    ) -> None:
         self.conditions.append((pod.key, message, nominated_node))
+        self.reasons.append(reason)
         await self._notify()
 
     async def preempt(self, preemptor: Pod, result: PostFilterResult) -> bool:
