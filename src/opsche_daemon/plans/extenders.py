@@ -4,7 +4,7 @@ A plan that placed a pod on a node an extender refuses would be enforced in vain
 scheduling cycle asks the same extender and fails, and the plan times out after its moves and
 evictions were made. So the problem is built with an ``extra_filter`` that asks every interested
 filter extender about each group's first pod, with the group's statically feasible nodes as the
-candidates, exactly as the scheduling cycle would ask (``find_nodes_that_pass_extenders``).
+candidates, as the scheduling cycle would ask (only extenders interested in the pod, in order).
 
 The problem is built in the solver's worker thread; the HTTP calls run on the event loop, which
 the thread waits for (``run_coroutine_threadsafe``), so the scheduler's own extender calls and
@@ -23,12 +23,7 @@ from collections.abc import Collection, Sequence
 
 import structlog
 
-from opsche_daemon.framework.extender import (
-    Extender,
-    ExtenderError,
-    find_nodes_that_pass_extenders,
-)
-from opsche_daemon.framework.runtime import Diagnosis
+from opsche_daemon.framework.extender import Extender, ExtenderError
 from opsche_daemon.model.node import NodeInfo
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.optimiser.problem import ExtraFilter
@@ -72,16 +67,22 @@ class _PerSolve:
         return accepted
 
     def _ask(self, extender: Extender, pod: Pod, nodes: Sequence[NodeInfo]) -> list[str]:
-        call = find_nodes_that_pass_extenders([extender], pod, nodes, Diagnosis())
-        future = asyncio.run_coroutine_threadsafe(call, self.loop)
+        async def call() -> list[str]:
+            if not extender.is_interested(pod):
+                return [n.name for n in nodes]
+            result = await extender.filter(
+                pod, nodes
+            )  # failures reach the caller, ignorable or not
+            return list(result.nodes)
+
+        future = asyncio.run_coroutine_threadsafe(call(), self.loop)
         try:
             # The extender's own httpTimeout bounds the call; this bound only guards a loop
             # that stopped running (shutdown) from leaving the solver thread waiting forever.
-            passed = future.result(timeout=60.0)
+            return future.result(timeout=60.0)
         except concurrent.futures.TimeoutError as exc:
             future.cancel()
             raise ExtenderError("no answer from the event loop within 60s", "timeout") from exc
-        return [n.name for n in passed]
 
 
 def extender_filter(extenders: Sequence[Extender]) -> ExtraFilter | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import pytest
@@ -24,6 +24,7 @@ from opsche_daemon.safety import is_protected
 from opsche_daemon.scheduler import Binder, Scheduler
 from tests import factories
 from tests.factories import node
+from tests.fake_extender import FakeExtender
 
 NAME = "opsche"
 TIMEOUT = 5.0
@@ -152,7 +153,12 @@ class Env:
         return value or 0.0
 
 
-def make_env(*, preemption: bool = False, nodes: tuple[Node, ...] = ()) -> Env:
+def make_env(
+    *,
+    preemption: bool = False,
+    nodes: tuple[Node, ...] = (),
+    extenders: Sequence[FakeExtender] = (),
+) -> Env:
     clock = FakeClock()
     cache = Cache()
     metrics = Metrics()
@@ -180,7 +186,15 @@ def make_env(*, preemption: bool = False, nodes: tuple[Node, ...] = ()) -> Env:
     framework = build_framework(extra=extra, rng=random.Random(0))
     queue = SchedulingQueue(framework.pre_enqueue, QueueSettings(1.0, 10.0, 300.0), clock)
     scheduler = Scheduler(
-        NAME, framework, queue, cache, binder, metrics, bind_workers=16, preemption=preemption
+        NAME,
+        framework,
+        queue,
+        cache,
+        binder,
+        metrics,
+        bind_workers=16,
+        preemption=preemption,
+        extenders=extenders,
     )
     holder["s"] = scheduler
     for n in nodes:
@@ -379,6 +393,36 @@ async def test_unschedulable_pod_is_reported_parked_and_moved_by_a_new_node() ->
     await e.cycle()
     assert e.binder.bound == [("ns/big", "huge")]
     assert "ns/big" not in e.queue
+
+
+async def test_an_extender_refusing_a_node_sends_the_pod_elsewhere() -> None:
+    extender = FakeExtender(refuse={"n1": "n1 is reserved"})
+    e = make_env(nodes=(node("n1", 8000), node("n2")), extenders=[extender])
+    e.scheduler.events.pod_changed(pod("p"))
+    await e.cycle()
+    assert e.binder.bound == [("ns/p", "n2")]
+    assert extender.calls == [("filter", ("n1", "n2"))]
+
+
+async def test_a_failing_extender_fails_the_cycle_as_a_scheduler_error() -> None:
+    e = make_env(nodes=(node("n1"), node("n2")), extenders=[FakeExtender(fail="filter")])
+    e.scheduler.events.pod_changed(pod("p"))
+    await e.cycle()
+    message = 'Post "http://127.0.0.1:1/filter": connection refused'
+    assert [ev.note for ev in e.binder.events_for("ns/p", "FailedScheduling")] == [message]
+    assert e.binder.conditions == [("ns/p", message, None)]
+    assert e.binder.reasons == ["SchedulerError"]
+    assert e.binder.bind_calls == []
+    assert e.queue.where("ns/p") == "backoff"
+    assert e.sample("opsche_schedule_attempts_total", {"result": "error", "profile": NAME}) == 1
+
+
+async def test_an_ignorable_extender_that_fails_is_skipped() -> None:
+    broken = FakeExtender(fail="filter", ignorable=True)
+    e = make_env(nodes=(node("n1"),), extenders=[broken])
+    e.scheduler.events.pod_changed(pod("p"))
+    await e.cycle()
+    assert e.binder.bound == [("ns/p", "n1")]
 
 
 async def test_a_move_during_backoff_sends_the_pod_to_backoff_not_active() -> None:
