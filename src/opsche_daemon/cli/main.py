@@ -20,6 +20,7 @@ from opsche_daemon.cli import (
     image_cmd,
     replay_cmd,
     run_cmd,
+    score_cmd,
     solve_cmd,
     trace_cmd,
 )
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve_cmd.register(commands)
     bench_cmd.register(commands)
     image_cmd.register(commands)
+    score_cmd.register(commands)
     replay_cmd.add_trace_replay_parser(trace_cmd.register(commands))
     return parser
 
