@@ -39,7 +39,11 @@ def register(commands: Any) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=int, default=8888, help="port (0: a free one, printed)")
     serve.add_argument(
-        "--delay", type=float, default=0.0, metavar="MS", help="added latency per answer, ms"
+        "--delay",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="added latency per filter and prioritize answer, ms",
     )
     serve.add_argument(
         "--filter",

@@ -74,6 +74,9 @@ class ClusterSpec:
     node_pods: int = 110
     default_scheduler: bool = True
     ports: dict[str, int] = field(default_factory=dict)
+    # Top-level KubeSchedulerConfiguration YAML appended to kube-scheduler's config (the tests'
+    # ``extenders:`` list, so the real kube-scheduler runs with the same fragment as opsche).
+    scheduler_extra_config: str = ""
 
     def validate(self) -> None:
         """Raise ``ClusterError`` with a plain message for any bad input."""
@@ -273,7 +276,9 @@ class LocalCluster:
         layout = self._layout(ports)
         ensure_pki(layout.pki.directory)
         write_kubeconfig(layout.kubeconfig, layout.server, layout.pki)
-        layout.scheduler_config_file.write_text(scheduler_config(layout))
+        layout.scheduler_config_file.write_text(
+            scheduler_config(layout) + spec.scheduler_extra_config
+        )
         layout.audit_policy_file.write_text(AUDIT_POLICY)
         data: dict[str, Any] = {
             "versions": self.versions.key,

@@ -12,8 +12,9 @@ same config fragment plugs it into kube-scheduler and into opsche:
 * ``GET /metrics``: request latency per verb, requests by verb and status code, the process's
   memory (``process_resident_memory_bytes``).
 
-``--delay`` adds latency to each scoring answer, for the seed's overhead experiment. Candidates
-are described by :func:`scoring.features.feature_row`, the same function training used.
+``--delay`` adds latency to each answer (filter and prioritize), for the seed's overhead
+experiment. Candidates are described by :func:`scoring.features.feature_row`, the same
+function training used.
 FastAPI is imported at the top (its annotations must resolve at module level), so this module
 is imported only where the learn extra is installed (``opsche score serve`` imports it late).
 """
@@ -156,7 +157,7 @@ def create_app(
         except ValueError as exc:  # json.JSONDecodeError is a ValueError
             metrics.requests.labels(verb, "400").inc()
             return JSONResponse({"error": f"not answerable ExtenderArgs: {exc}"}, 400)
-        if delay_s > 0 and verb == "prioritize":
+        if delay_s > 0:
             await asyncio.sleep(delay_s)
         metrics.latency.labels(verb).observe(time.monotonic() - started)
         metrics.requests.labels(verb, "200").inc()
