@@ -1,4 +1,4 @@
-"""``opsche bench throughput``: opsche and kube-scheduler on the same burst, side by side."""
+"""``opsche bench``: throughput, solver, extender, replay and report benchmarks."""
 
 from __future__ import annotations
 
@@ -31,6 +31,17 @@ def register(commands: Any) -> None:
     )
     throughput.add_argument("--json", action="store_true", help="print results as JSON")
     throughput.set_defaults(handler=_throughput)
+    extender = sub.add_parser(
+        "extender",
+        help="opsche with opsche score serve as an extender at injected delays (seed 002)",
+    )
+    extender.add_argument(
+        "--delays", default="0,50,100,200", help="injected delays, ms (default 0,50,100,200)"
+    )
+    extender.add_argument("--pods", type=int, default=40, help="pods per run (default 40)")
+    extender.add_argument("--nodes", type=int, default=3, help="KWOK nodes (default 3)")
+    extender.add_argument("--json", action="store_true", help="print results as JSON")
+    extender.set_defaults(handler=_extender)
     solver = sub.add_parser("solver", help="CP-SAT and the heuristic on generated clusters")
     solver.add_argument(
         "--sizes", default="16,32,100,500,2000", help="node counts (default 16,32,100,500,2000)"
@@ -82,6 +93,34 @@ def _solver(args: argparse.Namespace) -> int:
         raise UserError(f"--pod-scale {args.pod_scale:g}: must be positive")
     rows = run_solver_bench(sizes, solvers, args.time_limit, say, args.pod_scale)
     print(format_rows(rows))
+    return 0
+
+
+def _extender(args: argparse.Namespace) -> int:
+    from opsche_daemon.bench.extender import (  # noqa: PLC0415 - heavy imports on demand
+        format_results,
+        results_json,
+        run_extender_bench,
+    )
+    from opsche_daemon.localcluster.cluster import ClusterError  # noqa: PLC0415
+
+    try:
+        delays = [float(d) for d in args.delays.split(",") if d.strip()]
+    except ValueError:
+        raise UserError(
+            f"--delays: expected comma-separated milliseconds, got {args.delays!r}"
+        ) from None
+    if any(d < 0 for d in delays) or args.pods < 1 or args.nodes < 1:
+        raise UserError("--delays must not be negative; --pods and --nodes at least 1")
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        results = run_extender_bench(delays, args.pods, args.nodes, say)
+    except (ClusterError, RuntimeError) as exc:
+        raise UserError(str(exc)) from None
+    print(results_json(results) if args.json else format_results(results))
     return 0
 
 

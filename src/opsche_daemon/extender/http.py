@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
+import structlog
 
 from opsche_daemon.config import ExtenderSettings
 from opsche_daemon.framework.extender import ExtenderError, FilterResult, interested
@@ -35,6 +36,8 @@ from opsche_daemon.model.node import NodeInfo
 from opsche_daemon.model.pod import Pod
 
 __all__ = ["HttpExtender", "build_extenders"]
+
+log = structlog.get_logger("opsche.extender")
 
 
 def _ssl_context(settings: ExtenderSettings) -> ssl.SSLContext | None:
@@ -136,10 +139,10 @@ class HttpExtender:
         return ExtenderError(message, kind)
 
     def _observe(self, verb: str, result: str, started: float) -> None:
+        seconds = time.monotonic() - started
         if self.metrics is not None:
-            self.metrics.extender_duration.labels(self.name, verb, result).observe(
-                time.monotonic() - started
-            )
+            self.metrics.extender_duration.labels(self.name, verb, result).observe(seconds)
+        log.debug("extender call", extender=self.name, verb=verb, result=result, seconds=seconds)
 
     async def _send(self, action: str, verb: str, args: Mapping[str, Any]) -> Any:
         url = self.settings.url_prefix.rstrip("/") + "/" + action

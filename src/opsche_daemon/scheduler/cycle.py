@@ -279,6 +279,7 @@ class Scheduler:
             node=result.node,
             evaluated=result.evaluated,
             feasible=result.feasible,
+            cycle_s=round(time.monotonic() - started, 6),
         )
         return _Decision(state, assumed, result.node)
 

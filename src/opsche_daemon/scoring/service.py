@@ -224,6 +224,10 @@ def serve(
     app = create_app(scorer, delay_s=delay_s, enable_filter=enable_filter, kubeconfig=kubeconfig)
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit it: without, Nagle's algorithm and the client's delayed ACK
+    # held every answer on a kept-alive connection for 40 ms (measured: 44-48 ms per call at
+    # no injected delay, against 6 ms on a fresh connection).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     bound = sock.getsockname()[1]
     print(f"opsche score: serving {scorer.name} on http://{host}:{bound}", flush=True)
