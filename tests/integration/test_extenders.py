@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
@@ -310,3 +311,37 @@ async def test_a_required_extender_that_is_down_holds_the_pod_until_it_is_up(
                 within=60,  # retried after its backoff (at most podMaxBackoffSeconds, 10 s)
                 what="waits running once the extender is up",
             )
+
+
+async def test_the_service_counts_running_pods_through_its_watch(
+    cluster: Layout, core: Any, ns: str, tmp_path: Path
+) -> None:
+    port = free_port()
+    with serving(port, tmp_path / "serve.log", "--kubeconfig", str(cluster.kubeconfig)):
+        big = pod_body("big", "default-scheduler", "7")
+        big["spec"]["nodeName"] = "kwok-node-3"  # the 8-core node, now 1 core free
+        await core.create_namespaced_pod(ns, big)
+        await wait_for_pods(
+            core.api_client, ns, lambda p: "big" in p and running(p["big"]), within=60, what="big"
+        )
+        nodes = (await core.list_node()).items
+        items = [core.api_client.sanitize_for_serialization(n) for n in nodes]
+        args = {"Pod": pod_body("probe", "opsche"), "Nodes": {"items": items}, "NodeNames": None}
+
+        def ask() -> dict[str, int]:
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/prioritize",
+                data=json.dumps(args).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=5) as r:  # noqa: S310 - http loopback
+                return {h["Host"]: h["Score"] for h in json.loads(r.read())}
+
+        deadline = time.monotonic() + 30
+        scores = ask()
+        while scores.get("kwok-node-3") != 0 and time.monotonic() < deadline:
+            # The service's own watch may trail the test's; it offers no event to await.
+            await asyncio.sleep(0.2)
+            scores = ask()
+    # free cpu 2, 4, 6 and 1: the busy 8-core node is now the worst candidate
+    assert scores == {"kwok-node-0": 2, "kwok-node-1": 6, "kwok-node-2": 10, "kwok-node-3": 0}
