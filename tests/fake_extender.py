@@ -18,6 +18,7 @@ class FakeExtender:
     unresolvable: Mapping[str, str] = field(default_factory=dict)
     scores: Mapping[str, int] = field(default_factory=dict)
     weight: int = 1
+    timeout_s: float = 5.0
     ignorable: bool = False
     is_filter: bool = True
     is_prioritizer: bool = False

@@ -111,6 +111,22 @@ def _decisions(paths: list[Path]) -> Any:
         raise UserError(str(exc)) from None
 
 
+def _save(model: Any, path: Path) -> None:
+    from opsche_daemon.scoring.models import save_model  # noqa: PLC0415
+
+    try:
+        save_model(model, path)
+    except OSError as exc:
+        raise UserError(f"cannot write the model to {path}: {exc.strerror or exc}") from None
+
+
+def _writable(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--out {directory}: {exc.strerror or exc}") from None
+
+
 def _serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port: must be between 0 and 65535, got {args.port}")
@@ -118,10 +134,14 @@ def _serve(args: argparse.Namespace) -> int:
         raise UserError(f"--delay: must not be negative, got {args.delay}")
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         raise UserError(f"--kubeconfig: {args.kubeconfig}: no such file")
+    scorer = _scorer(args.model)
     try:
-        from opsche_daemon.scoring.service import serve  # noqa: PLC0415
+        from opsche_daemon.scoring.service import check_kubeconfig, serve  # noqa: PLC0415
 
-        scorer = _scorer(args.model)
+        if args.kubeconfig is not None:
+            problem = check_kubeconfig(args.kubeconfig)
+            if problem:
+                raise UserError(f"--kubeconfig: {args.kubeconfig}: {problem}")
         return serve(
             scorer,
             host=args.host,
@@ -142,13 +162,12 @@ def _train(args: argparse.Namespace) -> int:
         raise UserError("no decisions in the data (no placement had a feasible rival node)")
     try:
         from opsche_daemon.scoring.learn import train  # noqa: PLC0415
-        from opsche_daemon.scoring.models import save_model  # noqa: PLC0415
 
         print(f"training a {args.kind} on {len(decisions)} decisions", flush=True)
         model = train(args.kind, decisions, seed=args.seed)
     except ModuleNotFoundError as exc:
         raise _learn_extra(exc) from None
-    save_model(model, args.out)
+    _save(model, args.out)
     print(f"wrote {args.out} ({', '.join(f'{k}={v}' for k, v in model.meta.items())})")
     return 0
 
@@ -158,6 +177,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     if not test:
         raise UserError("no test decisions (no placement had a feasible rival node)")
     train_set = _decisions(args.train) if args.train else []
+    if args.out is not None:
+        _writable(args.out)
     overlap = {d.source for d in test} & {d.source for d in train_set}
     if overlap:
         raise UserError(
@@ -166,7 +187,6 @@ def _evaluate(args: argparse.Namespace) -> int:
         )
     try:
         from opsche_daemon.scoring.learn import evaluate, train  # noqa: PLC0415
-        from opsche_daemon.scoring.models import save_model  # noqa: PLC0415
         from opsche_daemon.scoring.report import markdown_table, write_report  # noqa: PLC0415
 
         scorers = [_scorer(name, args.seed) for name in ("random", "free-cpu", "default")]
@@ -174,7 +194,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             print(f"training a {kind} on {len(train_set)} decisions", flush=True)
             model = train(kind, train_set, seed=args.seed)
             if args.out is not None:
-                save_model(model, args.out / f"{kind}.model")
+                _save(model, args.out / f"{kind}.model")
             scorers.append(model)
         scorers += [_scorer(spec) for spec in args.model]
         print(f"evaluating {len(scorers)} scorers on {len(test)} decisions", flush=True)

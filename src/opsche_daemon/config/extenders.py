@@ -165,7 +165,7 @@ def _extender(
         filter_verb=filter_verb,
         prioritize_verb=prioritize_verb,
         weight=weight,
-        enable_https=flags["enableHTTPS"] or url.startswith("https://"),
+        enable_https=flags["enableHTTPS"],
         tls=tls,
         http_timeout_s=timeout,
         node_cache_capable=flags["nodeCacheCapable"],
@@ -179,7 +179,7 @@ _BOOLEANS = ("enableHTTPS", "nodeCacheCapable", "ignorable")
 
 
 def _text(where: str, entry: Mapping[str, Any], key: str, problems: list[str]) -> str | None:
-    value = entry.get(key, "")
+    value = entry.get(key) or ""  # null reads as "", as Go's decoder reads it
     if not isinstance(value, str):
         problems.append(f"{where}.{key}: expected a string, got {show(value)}")
         return None
@@ -288,9 +288,11 @@ def _extended_resource_problem(name: str) -> str | None:
     """Why ``name`` is not an extended resource name (upstream's rules), or None."""
     if not _QUALIFIED.match(name) or "/" not in name:
         return "must be a resource name qualified by a domain (e.g. example.com/gpu)"
-    domain = name.split("/", 1)[0]
-    if domain == "kubernetes.io" or domain.endswith(".kubernetes.io"):
+    domain, short = name.split("/", 1)
+    if "kubernetes.io/" in name:
         return "must not be in the kubernetes.io namespace (that is the API's own)"
+    if len(domain) > 253 or len(short) > 63:
+        return "must have a prefix of at most 253 and a name of at most 63 characters"
     if name.startswith("requests."):
         return "must not start with requests."
     return None

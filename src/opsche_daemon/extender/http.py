@@ -41,13 +41,19 @@ log = structlog.get_logger("opsche.extender")
 
 
 def _ssl_context(settings: ExtenderSettings) -> ssl.SSLContext | None:
-    """TLS as upstream's ``makeTransport``: HTTPS without a CA file does not verify the server."""
-    if not settings.enable_https:
+    """TLS as upstream's ``makeTransport``.
+
+    An https URL is verified against the system's roots (or ``tlsConfig.caFile``), unless
+    ``tlsConfig.insecure``; ``enableHTTPS: true`` without a CA file does not verify the server,
+    exactly as kube-scheduler (``cfg.Insecure = true`` when there is no CA).
+    """
+    https = settings.enable_https or settings.url_prefix.startswith("https://")
+    if not https:
         return None
     tls = settings.tls
     ca_file = tls.ca_file if tls else ""
     context = ssl.create_default_context(cafile=ca_file or None)
-    if (tls and tls.insecure) or not ca_file:
+    if (tls and tls.insecure) or (settings.enable_https and not ca_file):
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     if tls and tls.cert_file:
@@ -64,6 +70,7 @@ class HttpExtender:
         self._managed = frozenset(settings.managed_resources)
         self._ssl = _ssl_context(settings)
         self._session: aiohttp.ClientSession | None = None
+        self._closed = False
 
     @property
     def name(self) -> str:
@@ -89,6 +96,11 @@ class HttpExtender:
     def weight(self) -> int:
         """Multiplier of its scores."""
         return self.settings.weight
+
+    @property
+    def timeout_s(self) -> float:
+        """Its httpTimeout."""
+        return self.settings.http_timeout_s
 
     def is_interested(self, pod: Pod) -> bool:
         """True unless it manages resources and ``pod`` requests none of them."""
@@ -120,11 +132,14 @@ class HttpExtender:
 
     async def aclose(self) -> None:
         """Close its connections (at shutdown)."""
+        self._closed = True
         if self._session is not None:
             await self._session.close()
             self._session = None
 
     def _session_now(self) -> aiohttp.ClientSession:
+        if self._closed:  # shutting down: a late call (a solve's) must not open a new session
+            raise ExtenderError(f"extender {self.name!r}: closed (shutting down)", "connection")
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(ssl=self._ssl if self._ssl else False),
@@ -194,5 +209,10 @@ def _seconds(value: float) -> str:
 def build_extenders(
     settings: Sequence[ExtenderSettings], metrics: Metrics | None = None
 ) -> list[HttpExtender]:
-    """One client per configured extender, in configuration order (the order filters run in)."""
-    return [HttpExtender(s, metrics) for s in settings]
+    """One client per configured extender, the ignorable ones last (the order filters run in).
+
+    As upstream's ``buildExtenders``: the required extenders see the nodes first, so a node one
+    of them finds unresolvable is marked so even if an ignorable one would have refused it.
+    """
+    ordered = [s for s in settings if not s.ignorable] + [s for s in settings if s.ignorable]
+    return [HttpExtender(s, metrics) for s in ordered]

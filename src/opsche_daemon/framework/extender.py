@@ -94,6 +94,11 @@ class Extender(Protocol):
         """Multiplier of its 0-10 scores."""
         ...
 
+    @property
+    def timeout_s(self) -> float:
+        """The longest one call may take (its httpTimeout)."""
+        ...
+
     def is_interested(self, pod: Pod) -> bool:
         """True unless it manages resources and ``pod`` requests none of them."""
         ...
@@ -170,7 +175,12 @@ async def find_nodes_that_pass_extenders(
             if name not in result.failed_unresolvable:
                 diagnosis.node_statuses[name] = Status.unschedulable("", message)
         by_name = {info.name: info for info in nodes}
+        before = len(nodes)
         nodes = [by_name[name] for name in result.nodes if name in by_name]
+        if len(nodes) != before:
+            # Upstream names "Extender" as the rejecting plugin, so the pod is parked as
+            # unschedulable (and moved by cluster events) rather than backed off as an error.
+            diagnosis.unschedulable_plugins.add("Extender")
     return nodes
 
 
@@ -217,8 +227,8 @@ async def schedule_with_extenders(
     if num_nodes == 0:
         raise FitError(pod, 0, Diagnosis())
     feasible, diagnosis = framework.find_feasible(state, pod, nominated)
-    evaluated = len(feasible) + len(diagnosis.node_statuses)
     feasible = await find_nodes_that_pass_extenders(extenders, pod, feasible, diagnosis, on_skip)
+    evaluated = len(feasible) + len(diagnosis.node_statuses)
     if not feasible:
         raise FitError(pod, num_nodes, diagnosis)
     if len(feasible) == 1:

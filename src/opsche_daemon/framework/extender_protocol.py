@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opsche_daemon.framework.extender import FilterResult
+from opsche_daemon.model.apiobject import without_managed_fields
 from opsche_daemon.model.node import NodeInfo
 from opsche_daemon.model.pod import Pod
 
@@ -34,19 +35,10 @@ __all__ = [
 ]
 
 
-def _without_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """``obj`` as a plain dict, minus ``metadata.managedFields`` (which no extender reads)."""
-    plain = dict(obj)
-    meta = plain.get("metadata")
-    if isinstance(meta, Mapping) and "managedFields" in meta:
-        plain["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
-    return plain
-
-
 def pod_json(pod: Pod) -> dict[str, Any]:
     """The pod as the API server has it; a pod built in memory gets a minimal equivalent."""
     if pod.raw is not None:
-        return _without_managed_fields(pod.raw)
+        return dict(without_managed_fields(pod.raw))
     requests = pod.requests.to_api()
     return {
         "apiVersion": "v1",
@@ -70,7 +62,7 @@ def node_json(info: NodeInfo) -> dict[str, Any]:
     """The node as the API server has it; a node built in memory gets a minimal equivalent."""
     node = info.node
     if node.raw is not None:
-        return _without_managed_fields(node.raw)
+        return dict(without_managed_fields(node.raw))
     allocatable = node.allocatable.to_api()
     return {
         "apiVersion": "v1",
@@ -147,18 +139,20 @@ def parse_filter_result(
     the scheduler did not send is an error (upstream checks this for ``NodeNames``; opsche for
     ``Nodes`` too, rather than place a pod on a node its filters never saw).
     """
+    if data is None:
+        return FilterResult(nodes=()), ""  # Go decodes null into an empty result: no node passes
     if not isinstance(data, Mapping):
         raise ValueError(f"expected an ExtenderFilterResult object, got {type(data).__name__}")
     error = _field(data, "Error") or ""
     if not isinstance(error, str):
         raise ValueError("Error: expected a string")
     names_value, nodes_value = _field(data, "NodeNames"), _field(data, "Nodes")
+    # Upstream reads NodeNames only from a nodeCacheCapable extender and Nodes otherwise; an
+    # answer with neither (or the other one) lets no node pass.
     if node_cache_capable and names_value is not None:
         names = _string_list(names_value, "NodeNames")
     elif nodes_value is not None:
         names = _names_of(nodes_value, "Nodes")
-    elif names_value is not None:
-        names = _string_list(names_value, "NodeNames")
     else:
         names = []
     known = set(sent)

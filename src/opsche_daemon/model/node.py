@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from opsche_daemon.model.apiobject import without_managed_fields
 from opsche_daemon.model.pod import HostPort, Pod
 from opsche_daemon.model.resources import Resources
 from opsche_daemon.model.selectors import Taint
@@ -62,7 +63,7 @@ class Node:
             images=MappingProxyType(images),
             ready=ready,
             resource_version=str(meta.get("resourceVersion", "")),
-            raw=obj,
+            raw=without_managed_fields(obj),
         )
 
 

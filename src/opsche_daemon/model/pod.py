@@ -19,6 +19,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
+from opsche_daemon.model.apiobject import without_managed_fields
 from opsche_daemon.model.resources import (
     CPU,
     DEFAULT_MEMORY_REQUEST,
@@ -426,5 +427,5 @@ class Pod:
             unsupported_volumes=unsupported,
             created=parse_time(meta.get("creationTimestamp")),
             deleting=meta.get("deletionTimestamp") is not None,
-            raw=obj,
+            raw=without_managed_fields(obj),
         )

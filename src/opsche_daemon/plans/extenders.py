@@ -6,7 +6,9 @@ evictions were made. So the problem is built with an ``extra_filter`` that asks 
 filter extender about each group's first pod, with the group's statically feasible nodes as the
 candidates, as the scheduling cycle would ask (only extenders interested in the pod, in order).
 
-The problem is built in the solver's worker thread; the HTTP calls run on the event loop, which
+The calls count against the solve's time limit (the problem is built inside it): an extender
+that answers in milliseconds costs a few per group. The problem is built in the solver's worker
+thread; the HTTP calls run on the event loop, which
 the thread waits for (``run_coroutine_threadsafe``), so the scheduler's own extender calls and
 these share one client and one connection pool. Failures are handled as the cycle would, with
 one difference that keeps a solve bounded: an extender that fails once is not asked again in the
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import threading
 from collections.abc import Collection, Sequence
 
 import structlog
@@ -36,9 +39,17 @@ log = structlog.get_logger("opsche.plans")
 class _PerSolve:
     """The filter for one solve: remembers the extenders that failed during it."""
 
-    def __init__(self, extenders: Sequence[Extender], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        extenders: Sequence[Extender],
+        loop: asyncio.AbstractEventLoop,
+        cancel: threading.Event,
+        bound_s: float,
+    ) -> None:
         self.extenders = [e for e in extenders if e.is_filter]
         self.loop = loop
+        self.cancel = cancel
+        self.bound_s = bound_s
         self.failed: set[str] = set()
 
     def __call__(self, pod: Pod, nodes: Sequence[NodeInfo]) -> Collection[str]:
@@ -46,11 +57,14 @@ class _PerSolve:
         for extender in self.extenders:
             if not accepted:
                 break
+            if self.cancel.is_set():
+                return ()  # the run is over (cancelled, shutting down): place nothing new
             if extender.name in self.failed:
                 if not extender.ignorable:
                     return ()
                 continue
-            candidates = [n for n in nodes if n.name in set(accepted)]
+            keep = set(accepted)
+            candidates = [n for n in nodes if n.name in keep]
             try:
                 accepted = self._ask(extender, pod, candidates)
             except ExtenderError as error:
@@ -79,14 +93,23 @@ class _PerSolve:
         try:
             # The extender's own httpTimeout bounds the call; this bound only guards a loop
             # that stopped running (shutdown) from leaving the solver thread waiting forever.
-            return future.result(timeout=60.0)
+            return future.result(timeout=self.bound_s)
         except concurrent.futures.TimeoutError as exc:
             future.cancel()
-            raise ExtenderError("no answer from the event loop within 60s", "timeout") from exc
+            raise ExtenderError(
+                f"no answer from the event loop within {self.bound_s:g}s", "timeout"
+            ) from exc
 
 
-def extender_filter(extenders: Sequence[Extender]) -> ExtraFilter | None:
-    """A fresh filter for one solve (call it on the event loop), or None without extenders."""
+def extender_filter(
+    extenders: Sequence[Extender], cancel: threading.Event, timeout_s: float = 5.0
+) -> ExtraFilter | None:
+    """A fresh filter for one solve (call it on the event loop), or None without extenders.
+
+    ``cancel`` is the run's: once set, no extender is asked any more. ``timeout_s`` is the
+    longest ``httpTimeout`` of the extenders; the solver thread waits a little longer than that
+    for the loop to answer.
+    """
     if not any(e.is_filter for e in extenders):
         return None
-    return _PerSolve(extenders, asyncio.get_running_loop())
+    return _PerSolve(extenders, asyncio.get_running_loop(), cancel, timeout_s + 5.0)

@@ -189,7 +189,9 @@ class OptimizationFlow:
             cancel=self.cancel,
             disruptions_per_placement=settings.max_disruptions_per_placement,
             stall_s=settings.solve_stall_s,
-            extra_filter=extender_filter(self.scheduler.extenders),
+            extra_filter=extender_filter(
+                self.scheduler.extenders, self.cancel, self.scheduler.extender_timeout_s
+            ),
         )
         metrics.solve_duration.labels(settings.solver).observe(plan.seconds)
         self._solve_s = plan.seconds

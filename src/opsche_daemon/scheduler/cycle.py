@@ -81,6 +81,8 @@ class Scheduler:
         self.name = name
         # kube-scheduler's extenders, asked after the Filter plugins and beside the Score ones.
         self.extenders = tuple(extenders)
+        # The longest an extender call may take (plans wait that long for one, plus a margin).
+        self.extender_timeout_s = max((e.timeout_s for e in self.extenders), default=5.0)
         self.framework = framework
         self.queue = queue
         self.cache = cache
@@ -255,6 +257,14 @@ class Scheduler:
             )
             return None
         self.metrics.algorithm_duration.observe(time.monotonic() - algorithm_started)
+        if self.extenders and (
+            self.queue.where(pod.key) != "inflight" or self.cache.placement(pod.key) is not None
+        ):
+            # The extender calls awaited: meanwhile the pod was deleted, or bound by someone
+            # else. Its decision is void; assuming it would resurrect or double-count it.
+            self.queue.done(pod.key)
+            log.info("pod changed during its extender calls; cycle abandoned", pod=pod.key)
+            return None
 
         # 4. Reserve: plugins claim what they track on the node (a plan's quota, for one).
         status = self.framework.run_reserve(state, pod, result.node)

@@ -100,8 +100,8 @@ def decisions_from_placements(
     events: list[tuple[float, int, int, Placement]] = []
     ordered = list(placements)
     for index, p in enumerate(ordered):
-        if p.node not in nodes:
-            continue
+        if p.node not in nodes or (p.end is not None and p.end <= p.start):
+            continue  # a placement that never ran (or ended as it started) held nothing
         events.append((p.start, 1, index, p))
         if p.end is not None:
             events.append((p.end, 0, index, p))  # ends sort before starts at the same time
@@ -110,8 +110,8 @@ def decisions_from_placements(
     decisions: list[Decision] = []
     for time, kind, _, p in events:
         if kind == 0:
-            used[p.node][0] -= p.demand.cpu
-            used[p.node][1] -= p.demand.memory
+            used[p.node][0] = max(0.0, used[p.node][0] - p.demand.cpu)
+            used[p.node][1] = max(0.0, used[p.node][1] - p.demand.memory)
             continue
         state = {
             name: Candidate(name, cpu, memory, used[name][0], used[name][1])
@@ -164,8 +164,10 @@ def decisions_from_replay(path: Path) -> list[Decision]:
         raise DatasetError(f"{path}: cannot read a replay result: {exc}") from None
     if not isinstance(result, dict) or result.get("format") != "opsche-replay/v1":
         raise DatasetError(f"{path}: not a replay result (opsche-replay/v1)")
-    scheduler = result.get("scheduler") or {}
-    settings = scheduler.get("settings") or {}
+    scheduler = result.get("scheduler")
+    scheduler = scheduler if isinstance(scheduler, dict) else {}
+    settings = scheduler.get("settings")
+    settings = settings if isinstance(settings, dict) else {}
     if scheduler.get("scheduler_name") != "default-scheduler" or settings.get("backend"):
         raise DatasetError(
             f"{path}: placements by {scheduler.get('label')!r} "
@@ -180,6 +182,18 @@ def decisions_from_replay(path: Path) -> list[Decision]:
     workloads = {w.name: w for w in trace.workloads}
     cores = trace.node.cpu_millis / 1000
     gib = trace.node.memory_mib / _MIB_PER_GIB
+    try:
+        placements = _replay_placements(result, workloads, trace)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DatasetError(f"{path}: a malformed pod record ({exc!r})") from None
+    names = _node_names((p.node for p in placements), trace.nodes)
+    source = str((result.get("trace") or {}).get("name") or path.stem)
+    return decisions_from_placements(source, placements, dict.fromkeys(names, (cores, gib)))
+
+
+def _replay_placements(
+    result: dict[str, Any], workloads: dict[str, Any], trace: Any
+) -> list[Placement]:
     placements = []
     for record in result.get("pods") or ():
         workload = workloads.get(str(record.get("workload")))
@@ -200,9 +214,7 @@ def decisions_from_replay(path: Path) -> list[Decision]:
                 demand,
             )
         )
-    names = _node_names((p.node for p in placements), trace.nodes)
-    source = str((result.get("trace") or {}).get("name") or path.stem)
-    return decisions_from_placements(source, placements, dict.fromkeys(names, (cores, gib)))
+    return placements
 
 
 # ---------------------------------------------------------------------- Alibaba v2018
@@ -258,7 +270,7 @@ def decisions_from_alibaba(directory: Path, *, same_domain: bool = True) -> list
         machine = row[7]
         if task is None or not machine or machine not in machines or not start:
             continue
-        if end is not None and end < start:
+        if end is not None and end <= start:
             continue
         demand = PodDemand(task[0], task[1], job_tasks[row[2]])
         key = f"{row[2]}/{row[1]}/{row[0]}"

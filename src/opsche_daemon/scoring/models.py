@@ -191,6 +191,8 @@ def load_scorer(spec: str, *, seed: int = 0) -> Scorer:
     try:
         with path.open("rb") as source:
             payload = pickle.load(source)  # noqa: S301 - a model file the user trained
+    except OSError as exc:
+        raise ModelFileError(f"{spec}: cannot read: {exc.strerror or exc}") from None
     except ModuleNotFoundError as exc:
         raise ModelFileError(
             f"{spec}: needs {exc.name}, part of the learn extra (pip install 'opsche[learn]')"
@@ -204,4 +206,6 @@ def load_scorer(spec: str, *, seed: int = 0) -> Scorer:
             f"{spec}: trained on features {payload.get('features')}, this opsche computes "
             f"{list(FEATURES)}; train it again"
         )
+    if payload.get("kind") not in ("forest", "ranker") or "estimator" not in payload:
+        raise ModelFileError(f"{spec}: not an opsche model file (no kind or estimator)")
     return LearnedScorer(str(payload["kind"]), payload["estimator"], payload.get("meta"))

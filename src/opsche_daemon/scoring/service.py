@@ -53,7 +53,7 @@ from opsche_daemon.scoring.features import Candidate, PodDemand
 from opsche_daemon.scoring.models import Scorer
 from opsche_daemon.scoring.view import ClusterView
 
-__all__ = ["Scoring", "create_app", "scale_scores", "serve"]
+__all__ = ["Scoring", "check_kubeconfig", "create_app", "scale_scores", "serve"]
 
 _GIB = 2**30
 
@@ -207,6 +207,21 @@ class _ServiceMetrics:
             ["verb", "code"],
             registry=self.registry,
         )
+
+
+def check_kubeconfig(path: Path) -> str | None:
+    """Why ``path`` cannot be used to watch the cluster, or None (checked before serving)."""
+    from kubernetes_asyncio import client, config  # noqa: PLC0415
+
+    async def load() -> None:
+        configuration = client.Configuration()
+        await config.load_kube_config(config_file=str(path), client_configuration=configuration)
+
+    try:
+        asyncio.run(load())
+    except Exception as exc:  # the loader raises many kinds for a bad file
+        return f"not a usable kubeconfig ({exc})"
+    return None
 
 
 def serve(

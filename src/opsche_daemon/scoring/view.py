@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +44,13 @@ class ClusterView:
         self.nodes: dict[str, Node] = {}
         self.synced = False
         self._task: asyncio.Task[None] | None = None
+        # Kept as pods come and go, so a request costs O(candidates), not O(pods).
+        self._used: dict[str, Resources] = {}
+        self._owners: Counter[str] = Counter()
 
     def used(self, node: str) -> Resources:
         """The requests of the pods on ``node``."""
-        total = Resources()
-        for pod in self.pods.values():
-            if pod.node_name == node:
-                total += pod.requests
-        return total
+        return self._used.get(node, Resources())
 
     def width(self, pod: Mapping[str, Any]) -> int:
         """How many pods the pod's controller has (at least 1, the pod itself)."""
@@ -58,8 +58,21 @@ class ClusterView:
         uid = next((o.get("uid") for o in owners if o.get("controller")), None)
         if uid is None:
             return 1
-        counts = Counter(p.owner.uid for p in self.pods.values() if p.owner is not None)
-        return max(1, counts.get(str(uid), 0))
+        return max(1, self._owners.get(str(uid), 0))
+
+    def _forget(self, key: str) -> None:
+        old = self.pods.pop(key, None)
+        if old is None:
+            return
+        self._used[old.node_name] = self._used.get(old.node_name, Resources()) - old.requests
+        if old.owner is not None:
+            self._owners[old.owner.uid] -= 1
+
+    def _remember(self, pod: Pod) -> None:
+        self.pods[pod.key] = pod
+        self._used[pod.node_name] = self._used.get(pod.node_name, Resources()) + pod.requests
+        if pod.owner is not None:
+            self._owners[pod.owner.uid] += 1
 
     def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
         """One watch event (ADDED, MODIFIED, DELETED) of a pod or a node."""
@@ -71,10 +84,9 @@ class ClusterView:
                 self.nodes[name] = Node.from_api(obj)
             return
         pod = Pod.from_api(obj)
-        if event == "DELETED" or pod.terminal or not pod.node_name:
-            self.pods.pop(pod.key, None)
-        else:
-            self.pods[pod.key] = pod
+        self._forget(pod.key)
+        if event != "DELETED" and not pod.terminal and pod.node_name:
+            self._remember(replace(pod, raw=None))  # the view needs no API object
 
     def start(self, kubeconfig: Path) -> None:
         """Begin watching (in the background) through ``kubeconfig``."""
@@ -105,17 +117,15 @@ class ClusterView:
     async def _list_and_watch(self, core: client.CoreV1Api) -> None:
         nodes = await list_raw(core.list_node)
         pods = await list_raw(core.list_pod_for_all_namespaces)
-        self.nodes = {}
-        self.pods = {}
+        self.nodes, self.pods, self._used, self._owners = {}, {}, {}, Counter()
         for raw in nodes:
             self.apply("node", "ADDED", raw)
         for raw in pods:
             self.apply("pod", "ADDED", raw)
         self.synced = True
-        await asyncio.gather(
-            self._watch(core.list_node, "node"),
-            self._watch(core.list_pod_for_all_namespaces, "pod"),
-        )
+        async with asyncio.TaskGroup() as group:  # one watch failing ends (and relists) both
+            group.create_task(self._watch(core.list_node, "node"))
+            group.create_task(self._watch(core.list_pod_for_all_namespaces, "pod"))
 
     async def _watch(self, call: Any, kind: str) -> None:
         stream = watch.Watch()

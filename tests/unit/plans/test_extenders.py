@@ -1,6 +1,7 @@
 """Plans respect filter extenders: groups are only placed or moved where the extenders agree."""
 
 import asyncio
+import threading
 
 from opsche_daemon.model.snapshot import Snapshot
 from opsche_daemon.optimiser.api import solve_snapshot
@@ -36,7 +37,7 @@ def feasible_names(snapshot: Snapshot, extenders: list[FakeExtender]) -> dict[st
             snapshot,
             scheduler_name=SCHEDULER,
             protected=lambda p: False,
-            extra_filter=extender_filter(extenders),
+            extra_filter=extender_filter(extenders, threading.Event()),
         )
         names = [n.name for n in problem.nodes]
         out = {}
@@ -50,8 +51,11 @@ def feasible_names(snapshot: Snapshot, extenders: list[FakeExtender]) -> dict[st
 
 def test_without_filter_extenders_there_is_no_extra_filter() -> None:
     async def check() -> None:
-        assert extender_filter([]) is None
-        assert extender_filter([FakeExtender(is_filter=False, is_prioritizer=True)]) is None
+        assert extender_filter([], threading.Event()) is None
+        assert (
+            extender_filter([FakeExtender(is_filter=False, is_prioritizer=True)], threading.Event())
+            is None
+        )
 
     asyncio.run(check())
 
@@ -86,9 +90,29 @@ def test_a_plan_places_the_pod_where_the_extender_accepts_it() -> None:
             protected=lambda p: False,
             solver="heuristic",
             time_limit=2.0,
-            extra_filter=extender_filter([extender]),
+            extra_filter=extender_filter([extender], threading.Event()),
         )
         (placement,) = plan.placements
         return placement.node
 
     assert asyncio.run(solve()) == "c"
+
+
+def test_a_cancelled_run_asks_no_extender_and_places_nothing_new() -> None:
+    extender = FakeExtender()
+    cancel = threading.Event()
+    cancel.set()
+
+    async def build() -> list[tuple[int, ...]]:
+        problem = await asyncio.to_thread(
+            build_problem,
+            cluster(),
+            scheduler_name=SCHEDULER,
+            protected=lambda p: False,
+            extra_filter=extender_filter([extender], cancel),
+        )
+        return [g.feasible for g in problem.groups]
+
+    feasible = asyncio.run(build())
+    assert extender.calls == []
+    assert sorted(feasible) == [(), (0,)]  # the pending pod nowhere, the running one stays on a
