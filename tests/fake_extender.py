@@ -1,7 +1,7 @@
 """An in-memory scheduler extender for unit tests of the algorithm, the cycle and plans."""
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from opsche_daemon.framework.extender import ExtenderError, FilterResult, interested
@@ -25,6 +25,7 @@ class FakeExtender:
     fail: str = ""  # "filter" or "prioritize": that verb raises
     managed: frozenset[str] = frozenset()
     delay: float = 0.0
+    during: Callable[[], None] | None = None  # run inside filter (to change the world meanwhile)
     calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
     def is_interested(self, pod: Pod) -> bool:
@@ -32,6 +33,8 @@ class FakeExtender:
 
     async def filter(self, pod: Pod, nodes: Sequence[NodeInfo]) -> FilterResult:
         self.calls.append(("filter", tuple(n.name for n in nodes)))
+        if self.during is not None:
+            self.during()
         if self.fail == "filter":
             raise ExtenderError(f'Post "{self.name}/filter": connection refused', "connection")
         names = [n.name for n in nodes]

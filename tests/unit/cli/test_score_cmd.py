@@ -51,6 +51,11 @@ def test_train_and_test_on_the_same_trace_is_refused(capsys: pytest.CaptureFixtu
         (["score", "serve", "--model", "free-cpu", "--port", "70000"], "--port: must be"),
         (["score", "serve", "--model", "free-cpu", "--delay", "-1"], "--delay: must not be"),
         (["score", "train", "missing.json", "--kind", "forest", "--out", "m"], "no such file"),
+        (["score", "train", str(TRAIN), "--kind", "forest", "--out", "/"], "cannot write"),
+        (
+            ["score", "serve", "--model", "free-cpu", "--kubeconfig", str(TRAIN)],
+            "not a usable kubeconfig",
+        ),
     ],
 )
 def test_bad_input_is_one_line(

@@ -64,9 +64,15 @@ def test_a_zero_timeout_means_the_default() -> None:
     assert extender.http_timeout_s == 5.0
 
 
-def test_https_urls_enable_tls() -> None:
+def test_enable_https_is_the_flag_only() -> None:
+    # An https URL is still spoken over TLS (and verified); enableHTTPS is what, without a
+    # caFile, turns verification off, as upstream. So it must not be implied by the URL.
     (extender,) = parse_config({"extenders": [{"urlPrefix": "https://127.0.0.1:1"}]}).extenders
-    assert extender.enable_https
+    assert not extender.enable_https
+    (flagged,) = parse_config(
+        {"extenders": [{"urlPrefix": "https://127.0.0.1:1", "enableHTTPS": True}]}
+    ).extenders
+    assert flagged.enable_https
 
 
 @pytest.mark.parametrize(

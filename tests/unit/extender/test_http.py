@@ -3,14 +3,15 @@
 import asyncio
 import json
 import socket
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from opsche_daemon.config import ExtenderSettings
-from opsche_daemon.extender import HttpExtender
+from opsche_daemon.config import ExtenderSettings, ExtenderTLS
+from opsche_daemon.extender import HttpExtender, build_extenders
 from opsche_daemon.framework.extender import ExtenderError
 from opsche_daemon.metrics import Metrics
 from opsche_daemon.model.node import Node, NodeInfo
@@ -167,3 +168,34 @@ async def test_nothing_listening_is_a_connection_failure() -> None:
         await extender.aclose()
     assert raised.value.kind == "connection"
     assert str(raised.value).startswith(f'Post "http://127.0.0.1:{port}/sched/filter": ')
+
+
+def test_ignorable_extenders_are_asked_last() -> None:
+    settings = [
+        ExtenderSettings(url_prefix="http://a", ignorable=True),
+        ExtenderSettings(url_prefix="http://b"),
+        ExtenderSettings(url_prefix="http://c", ignorable=True),
+        ExtenderSettings(url_prefix="http://d"),
+    ]
+    names = [e.name for e in build_extenders(settings)]
+    assert names == ["http://b", "http://d", "http://a", "http://c"]
+
+
+def test_https_is_verified_unless_enable_https_has_no_ca() -> None:
+    verified = HttpExtender(ExtenderSettings(url_prefix="https://ext.example"))
+    assert verified._ssl is not None and verified._ssl.verify_mode == ssl.CERT_REQUIRED
+    unverified = HttpExtender(ExtenderSettings(url_prefix="https://x", enable_https=True))
+    assert unverified._ssl is not None and unverified._ssl.verify_mode == ssl.CERT_NONE
+    insecure = HttpExtender(
+        ExtenderSettings(url_prefix="https://x", tls=ExtenderTLS(insecure=True))
+    )
+    assert insecure._ssl is not None and insecure._ssl.verify_mode == ssl.CERT_NONE
+    assert HttpExtender(ExtenderSettings(url_prefix="http://x"))._ssl is None
+
+
+async def test_a_closed_client_makes_no_new_connection(server: Server) -> None:
+    extender = client(server.port)
+    await extender.aclose()
+    with pytest.raises(ExtenderError, match="closed"):
+        await extender.prioritize(api_pod("p"), nodes())
+    assert server.bodies == []

@@ -153,3 +153,9 @@ def test_interest_reads_requests_and_limits() -> None:
     limited = container("c")
     limited["resources"] = {"limits": {"example.com/gpu": "1"}}
     assert interested(api_pod("r", containers=[limited]), managed)
+
+
+async def test_a_refusing_extender_is_named_as_the_rejecting_plugin() -> None:
+    with pytest.raises(FitError) as raised:
+        await schedule([FakeExtender(refuse={"a": "x", "b": "x", "c": "x"})])
+    assert raised.value.diagnosis.unschedulable_plugins == {"Extender"}

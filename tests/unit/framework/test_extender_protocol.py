@@ -118,3 +118,10 @@ def test_args_that_are_not_extender_args_are_refused() -> None:
         parse_extender_args({"Nodes": None})
     with pytest.raises(ValueError, match="NodeNames"):
         parse_extender_args({"Pod": {}, "NodeNames": "a"})
+
+
+def test_null_and_the_other_form_pass_no_node_as_upstream() -> None:
+    assert parse_filter_result(None, ["a"], node_cache_capable=False)[0].nodes == ()
+    # NodeNames from an extender that was sent whole Nodes: upstream reads Nodes only.
+    result, _ = parse_filter_result({"NodeNames": ["a"]}, ["a"], node_cache_capable=False)
+    assert result.nodes == ()

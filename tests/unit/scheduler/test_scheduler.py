@@ -417,6 +417,18 @@ async def test_a_failing_extender_fails_the_cycle_as_a_scheduler_error() -> None
     assert e.sample("opsche_schedule_attempts_total", {"result": "error", "profile": NAME}) == 1
 
 
+async def test_a_pod_deleted_during_its_extender_calls_is_not_assumed_or_requeued() -> None:
+    e = make_env(nodes=(node("n1"), node("n2")))
+    victim = pod("p")
+    extender = FakeExtender(during=lambda: e.scheduler.events.pod_deleted(victim))
+    e.scheduler.extenders = (extender,)
+    e.scheduler.events.pod_changed(victim)
+    await e.cycle()
+    assert e.binder.bind_calls == []
+    assert "ns/p" not in e.queue
+    assert e.cache.placement("ns/p") is None and not e.cache.is_assumed("ns/p")
+
+
 async def test_an_ignorable_extender_that_fails_is_skipped() -> None:
     broken = FakeExtender(fail="filter", ignorable=True)
     e = make_env(nodes=(node("n1"),), extenders=[broken])

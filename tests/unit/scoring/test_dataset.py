@@ -128,3 +128,24 @@ def test_a_malformed_alibaba_file_is_named(tmp_path: Path) -> None:
     (tmp_path / "ali" / "batch_task.csv").write_text("M1,2,j_1\n")
     with pytest.raises(DatasetError, match=r"batch_task.csv:1: 3 columns, expected 9"):
         decisions_from_alibaba(tmp_path / "ali")
+
+
+def test_a_placement_that_ended_as_it_started_holds_nothing() -> None:
+    decisions = decisions_from_placements(
+        "t",
+        [placement("flash", "a", 10.0, 10.0, 2.0), placement("next", "a", 10.0, None, 1.0)],
+        NODES,
+    )
+    assert [d.key for d in decisions] == ["next"]
+    assert all(c.used_cpu >= 0 for d in decisions for c in d.candidates)
+
+
+def test_a_malformed_record_is_named(tmp_path: Path) -> None:
+    source = REPO / "docs/evaluation/real-16n-15m/n16-p1-iat8-15m-s1__kube-scheduler.json"
+    result = json.loads(source.read_text())
+    result["pods"][0]["running_s"] = "soon"
+    result["trace"]["path"] = str(REPO / result["trace"]["path"])
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(result))
+    with pytest.raises(DatasetError, match="a malformed pod record"):
+        decisions_from_replay(bad)
