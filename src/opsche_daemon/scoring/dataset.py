@@ -26,7 +26,7 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +88,45 @@ class Decision:
         return [POSITIVE_LABEL] + [NEGATIVE_LABEL] * (len(self.candidates) - 1)
 
 
+_EXHAUSTIVE = 64  # pools up to this size are searched whole; larger ones are sampled
+
+
+def _pools(
+    nodes: dict[str, tuple[float, float]], domains: dict[str, str] | None
+) -> dict[str, list[str]]:
+    """Candidate node names, all ("") and per failure domain, in a fixed (sorted) order."""
+    pools: dict[str, list[str]] = {"": sorted(nodes)}
+    for name in pools[""]:
+        if domains is not None and domains.get(name):
+            pools.setdefault(domains[name], []).append(name)
+    return pools
+
+
+def _rivals(
+    pool: Sequence[str],
+    p: Placement,
+    candidate: Callable[[str], Candidate],
+    rng: random.Random,
+    count: int,
+) -> list[Candidate]:
+    """Up to ``count`` other nodes of ``pool`` where ``p`` fits now, drawn at random.
+
+    A small pool is searched whole (every feasible rival is equally likely); a large one (the
+    Alibaba trace's thousands of machines) is probed at up to 64 random nodes, which keeps a
+    decision O(1) instead of O(machines) at the cost of missing rivals in a nearly full cluster.
+    """
+    if len(pool) <= _EXHAUSTIVE:
+        feasible = [c for n in pool if n != p.node and (c := candidate(n)).fits(p.demand)]
+        return rng.sample(feasible, min(count, len(feasible)))
+    found: list[Candidate] = []
+    for name in rng.sample(pool, _EXHAUSTIVE):
+        if name != p.node and (c := candidate(name)).fits(p.demand):
+            found.append(c)
+            if len(found) == count:
+                break
+    return found
+
+
 def decisions_from_placements(
     source: str,
     placements: Iterable[Placement],
@@ -107,28 +146,23 @@ def decisions_from_placements(
             events.append((p.end, 0, index, p))  # ends sort before starts at the same time
     events.sort(key=lambda e: (e[0], e[1], e[2]))
     used = {name: [0.0, 0.0] for name in nodes}
+    pools = _pools(nodes, domains)
     decisions: list[Decision] = []
     for time, kind, _, p in events:
         if kind == 0:
             used[p.node][0] = max(0.0, used[p.node][0] - p.demand.cpu)
             used[p.node][1] = max(0.0, used[p.node][1] - p.demand.memory)
             continue
-        state = {
-            name: Candidate(name, cpu, memory, used[name][0], used[name][1])
-            for name, (cpu, memory) in nodes.items()
-        }
-        chosen = state[p.node]
-        others = [
-            c
-            for name, c in sorted(state.items())
-            if name != p.node
-            and c.fits(p.demand)
-            and (domains is None or not p.domain or domains.get(name) == p.domain)
-        ]
+
+        def candidate(name: str) -> Candidate:
+            cpu, memory = nodes[name]
+            return Candidate(name, cpu, memory, used[name][0], used[name][1])
+
+        pool = pools.get(p.domain if domains is not None and p.domain else "", pools[""])
         rng = random.Random(f"{source}/{p.key}")  # noqa: S311 - a reproducible sample
-        picked = rng.sample(others, min(rivals, len(others)))
+        picked = _rivals(pool, p, candidate, rng, rivals)
         if picked:
-            decisions.append(Decision(source, p.key, time, p.demand, (chosen, *picked)))
+            decisions.append(Decision(source, p.key, time, p.demand, (candidate(p.node), *picked)))
         used[p.node][0] += p.demand.cpu
         used[p.node][1] += p.demand.memory
     return decisions
