@@ -95,6 +95,8 @@ class Daemon:
         self.scheduler: Scheduler | None = None
         self.elector: LeaderElector | None = None
         self.stop = asyncio.Event()
+        # Pods keep their API objects only for extenders, which are sent them.
+        self.keep_raw = bool(config.extenders)
         try:
             self.extenders = build_extenders(config.extenders, self.metrics)
         except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
@@ -188,7 +190,7 @@ class Daemon:
 
     async def _sync(self, api: ApiClient, scheduler: Scheduler) -> None:
         try:
-            nodes, pods = await initial_sync(api, scheduler.events)
+            nodes, pods = await initial_sync(api, scheduler.events, keep_raw=self.keep_raw)
         except (TimeoutError, OSError, ApiException) as exc:
             raise StartupError(
                 f"cannot list the cluster's nodes and pods from {api.configuration.host}: {exc}"
@@ -203,7 +205,7 @@ class Daemon:
         tasks.start(
             "watch",
             kopf.operator(
-                registry=build_registry(scheduler.events),
+                registry=build_registry(scheduler.events, keep_raw=self.keep_raw),
                 clusterwide=True,
                 standalone=True,
                 stop_flag=kopf_stop,

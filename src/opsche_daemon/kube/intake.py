@@ -89,7 +89,9 @@ async def list_raw(call: Callable[..., Awaitable[Any]]) -> list[dict[str, Any]]:
     return items
 
 
-async def initial_sync(api: client.ApiClient, sink: IntakeSink) -> tuple[int, int]:
+async def initial_sync(
+    api: client.ApiClient, sink: IntakeSink, *, keep_raw: bool = True
+) -> tuple[int, int]:
     """LIST nodes, namespaces, workloads, budgets and pods into the sink; returns (nodes, pods)."""
     core = client.CoreV1Api(api)
     apps = client.AppsV1Api(api)
@@ -119,7 +121,7 @@ async def initial_sync(api: client.ApiClient, sink: IntakeSink) -> tuple[int, in
         sink.budget_changed(disruption_budget(raw))
     pods = await list_raw(core.list_pod_for_all_namespaces)
     for raw in pods:
-        sink.pod_changed(Pod.from_api(raw))
+        sink.pod_changed(Pod.from_api(raw, keep_raw=keep_raw))
     return len(nodes), len(pods)
 
 
@@ -157,8 +159,11 @@ class NoDiffBase(kopf.DiffBaseStorage):
         del body, patch, essence
 
 
-def build_registry(sink: IntakeSink) -> kopf.OperatorRegistry:
-    """A kopf registry with event handlers for every kind the scheduler needs."""
+def build_registry(sink: IntakeSink, *, keep_raw: bool = True) -> kopf.OperatorRegistry:
+    """A kopf registry with event handlers for every kind the scheduler needs.
+
+    ``keep_raw``: keep each pod's API object (scheduler extenders are sent it).
+    """
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
@@ -180,7 +185,7 @@ def build_registry(sink: IntakeSink) -> kopf.OperatorRegistry:
 
     @kopf.on.event("v1", "pods", registry=registry)
     async def pods(type: str | None, body: kopf.Body, **_: Any) -> None:
-        pod = Pod.from_api(body)
+        pod = Pod.from_api(body, keep_raw=keep_raw)
         if type == "DELETED":
             sink.pod_deleted(pod)
         else:

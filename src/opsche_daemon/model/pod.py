@@ -356,8 +356,12 @@ class Pod:
         return None
 
     @classmethod
-    def from_api(cls, obj: Mapping[str, Any]) -> Pod:
-        """Build from the API's JSON form of a Pod."""
+    def from_api(cls, obj: Mapping[str, Any], *, keep_raw: bool = True) -> Pod:
+        """Build from the API's JSON form of a Pod.
+
+        ``keep_raw=False`` drops the API object (about 4.5 KB a pod as Python objects, measured
+        on a ReplicaSet pod): a daemon without extenders never sends it anywhere.
+        """
         meta: Mapping[str, Any] = obj.get("metadata") or {}
         spec: Mapping[str, Any] = obj.get("spec") or {}
         status: Mapping[str, Any] = obj.get("status") or {}
@@ -427,5 +431,5 @@ class Pod:
             unsupported_volumes=unsupported,
             created=parse_time(meta.get("creationTimestamp")),
             deleting=meta.get("deletionTimestamp") is not None,
-            raw=without_managed_fields(obj),
+            raw=without_managed_fields(obj) if keep_raw else None,
         )

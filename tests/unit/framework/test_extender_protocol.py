@@ -125,3 +125,14 @@ def test_null_and_the_other_form_pass_no_node_as_upstream() -> None:
     # NodeNames from an extender that was sent whole Nodes: upstream reads Nodes only.
     result, _ = parse_filter_result({"NodeNames": ["a"]}, ["a"], node_cache_capable=False)
     assert result.nodes == ()
+
+
+def test_pods_keep_their_api_object_only_when_asked() -> None:
+    from opsche_daemon.model.pod import Pod
+    from tests.factories import pod_manifest
+
+    manifest = pod_manifest("p")
+    manifest["metadata"]["managedFields"] = [{"manager": "x"}]
+    kept = Pod.from_api(manifest)
+    assert kept.raw is not None and "managedFields" not in kept.raw["metadata"]
+    assert Pod.from_api(manifest, keep_raw=False).raw is None
