@@ -558,6 +558,13 @@ def _goal_cell(
     if met:
         return f"{value} ✓", True
     gap = _number(abs(stat.mean - goal), digits, signed=False)
+    if float(gap) == 0:
+        # Missed by less than the last digit shown (a latency difference of exactly 0 ms is not
+        # "lower"): "0 over" would read as met.
+        return (
+            f"{value} ✗ {'just short' if at_least else 'not lower' if goal == 0 else 'not below'}",
+            False,
+        )
     return f"{value} ✗ {gap} {'short' if at_least else 'over'}", False
 
 

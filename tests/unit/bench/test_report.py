@@ -473,6 +473,15 @@ def test_goals_table_says_what_is_met_and_by_how_much() -> None:
     assert rows["stable-queue"].endswith("| 0 of 4 |")
 
 
+def test_a_latency_equal_to_the_baselines_is_not_lower() -> None:
+    ks = run("t1", KS, usage=0.90, latency=100.0, pooled=0.95)
+    same = run("t1", "periodic", usage=0.9456, latency=100.0, pooled=0.95)
+    text = format_markdown(build_report([ks, same]))
+    goals = text.split("## Against the goals")[1].split("## Ceilings")[0]
+    (row,) = [line for line in goals.splitlines() if line.startswith("| 16")]
+    assert "+0 ✗ not lower" in row and "0 over" not in row
+
+
 def test_four_priorities_have_the_lower_usage_goal() -> None:
     ks = run("t4", KS, usage=0.90, pooled=0.95, **BIG)
     op = run("t4", "periodic", usage=0.9425, pooled=0.95, **BIG)  # 99.21 %
