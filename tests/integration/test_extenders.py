@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from kubernetes_asyncio import client, config
 
 from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
 from opsche_daemon.localcluster.components import Layout
-from opsche_daemon.localcluster.daemon_process import DaemonProcess, running_opsche
+from opsche_daemon.localcluster.daemon_process import DaemonProcess, free_port, running_opsche
 from opsche_daemon.localcluster.versions import load_versions
 from tests.integration.waiting import running, wait_for, wait_for_pods
 
@@ -37,12 +36,6 @@ pytest.importorskip("fastapi", reason="the learn extra (make setup installs it)"
 
 CORES = (2, 4, 6, 8)
 PODS = 16
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def fragment(port: int, **overrides: Any) -> dict[str, Any]:

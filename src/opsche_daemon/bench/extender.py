@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ from kubernetes_asyncio import client, config
 
 from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
 from opsche_daemon.localcluster.components import Layout
-from opsche_daemon.localcluster.daemon_process import start_opsche
+from opsche_daemon.localcluster.daemon_process import free_port, start_opsche
 from opsche_daemon.localcluster.versions import load_versions
 
 __all__ = ["Scenario", "ScenarioResult", "format_results", "run_extender_bench"]
@@ -81,12 +80,6 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
     ordered = sorted(values)
     rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
     return ordered[rank - 1]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager
@@ -201,7 +194,7 @@ def _ms(value: float | None) -> float | None:
 def _run_scenario(
     layout: Layout, scenario: Scenario, pods: int, work: Path, index: int, out: Printer
 ) -> ScenarioResult:
-    port = _free_port()
+    port = free_port()
     settings: dict[str, Any] = {}
     if scenario.delay_ms is not None:
         settings["extenders"] = [

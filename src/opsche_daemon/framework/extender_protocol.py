@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opsche_daemon.framework.extender import FilterResult
-from opsche_daemon.model.apiobject import without_managed_fields
 from opsche_daemon.model.node import NodeInfo
 from opsche_daemon.model.pod import Pod
 
@@ -38,7 +37,7 @@ __all__ = [
 def pod_json(pod: Pod) -> dict[str, Any]:
     """The pod as the API server has it; a pod built in memory gets a minimal equivalent."""
     if pod.raw is not None:
-        return dict(without_managed_fields(pod.raw))
+        return dict(pod.raw)  # already without managedFields (Pod.from_api)
     requests = pod.requests.to_api()
     return {
         "apiVersion": "v1",
@@ -62,7 +61,7 @@ def node_json(info: NodeInfo) -> dict[str, Any]:
     """The node as the API server has it; a node built in memory gets a minimal equivalent."""
     node = info.node
     if node.raw is not None:
-        return dict(without_managed_fields(node.raw))
+        return dict(node.raw)  # already without managedFields (Node.from_api)
     allocatable = node.allocatable.to_api()
     return {
         "apiVersion": "v1",

@@ -20,6 +20,7 @@ from pathlib import Path
 __all__ = [
     "DaemonProcess",
     "DaemonStartError",
+    "free_port",
     "running_opsche",
     "start_opsche",
     "wait_until_ready",
@@ -58,7 +59,8 @@ class DaemonProcess:
         return int(self.process.returncode)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback TCP port that was free a moment ago (for a process to listen on)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -75,7 +77,7 @@ def start_opsche(
 
     ``env`` adds to this process's environment (the tests' failpoints).
     """
-    port = _free_port()
+    port = free_port()
     argv = [
         sys.executable, "-m", "opsche_daemon.cli.main", "run",
         "--kubeconfig", str(kubeconfig),

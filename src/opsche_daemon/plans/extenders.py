@@ -46,7 +46,7 @@ class _PerSolve:
         cancel: threading.Event,
         bound_s: float,
     ) -> None:
-        self.extenders = [e for e in extenders if e.is_filter]
+        self.extenders = list(extenders)  # the filter extenders
         self.loop = loop
         self.cancel = cancel
         self.bound_s = bound_s
@@ -101,15 +101,14 @@ class _PerSolve:
             ) from exc
 
 
-def extender_filter(
-    extenders: Sequence[Extender], cancel: threading.Event, timeout_s: float = 5.0
-) -> ExtraFilter | None:
+def extender_filter(extenders: Sequence[Extender], cancel: threading.Event) -> ExtraFilter | None:
     """A fresh filter for one solve (call it on the event loop), or None without extenders.
 
-    ``cancel`` is the run's: once set, no extender is asked any more. ``timeout_s`` is the
-    longest ``httpTimeout`` of the extenders; the solver thread waits a little longer than that
-    for the loop to answer.
+    ``cancel`` is the run's: once set, no extender is asked any more. The solver thread waits a
+    little longer than the longest ``httpTimeout`` for the loop to answer.
     """
-    if not any(e.is_filter for e in extenders):
+    filters = [e for e in extenders if e.is_filter]
+    if not filters:
         return None
-    return _PerSolve(extenders, asyncio.get_running_loop(), cancel, timeout_s + 5.0)
+    bound_s = max(e.timeout_s for e in filters) + 5.0
+    return _PerSolve(filters, asyncio.get_running_loop(), cancel, bound_s)

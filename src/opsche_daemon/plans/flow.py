@@ -189,9 +189,7 @@ class OptimizationFlow:
             cancel=self.cancel,
             disruptions_per_placement=settings.max_disruptions_per_placement,
             stall_s=settings.solve_stall_s,
-            extra_filter=extender_filter(
-                self.scheduler.extenders, self.cancel, self.scheduler.extender_timeout_s
-            ),
+            extra_filter=extender_filter(self.scheduler.extenders, self.cancel),
         )
         metrics.solve_duration.labels(settings.solver).observe(plan.seconds)
         self._solve_s = plan.seconds

@@ -81,8 +81,6 @@ class Scheduler:
         self.name = name
         # kube-scheduler's extenders, asked after the Filter plugins and beside the Score ones.
         self.extenders = tuple(extenders)
-        # The longest an extender call may take (plans wait that long for one, plus a margin).
-        self.extender_timeout_s = max((e.timeout_s for e in self.extenders), default=5.0)
         self.framework = framework
         self.queue = queue
         self.cache = cache

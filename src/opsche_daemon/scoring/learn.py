@@ -18,7 +18,7 @@ from typing import Any
 
 from opsche_daemon.scoring.dataset import POSITIVE_LABEL, Decision
 from opsche_daemon.scoring.features import feature_row
-from opsche_daemon.scoring.models import LearnedScorer, Scorer, _frame
+from opsche_daemon.scoring.models import LearnedScorer, Scorer, feature_frame
 
 __all__ = ["Evaluation", "evaluate", "r_squared", "top1", "train"]
 
@@ -47,7 +47,7 @@ def _fit_forest(decisions: Sequence[Decision], seed: int) -> Any:
 
     rows, labels, _ = _rows(decisions)
     estimator = RandomForestRegressor(n_estimators=150, max_depth=10, random_state=seed, n_jobs=1)
-    estimator.fit(_frame(rows), labels)
+    estimator.fit(feature_frame(rows), labels)
     return estimator
 
 
@@ -66,7 +66,7 @@ def _fit_ranker(decisions: Sequence[Decision], seed: int, leaves: int, samples: 
         verbose=-1,
     )
     relevance = [1 if label == POSITIVE_LABEL else 0 for label in labels]
-    estimator.fit(_frame(rows), relevance, group=groups)
+    estimator.fit(feature_frame(rows), relevance, group=groups)
     return estimator
 
 

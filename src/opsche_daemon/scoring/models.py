@@ -45,6 +45,7 @@ __all__ = [
     "ModelFileError",
     "RandomScorer",
     "Scorer",
+    "feature_frame",
     "load_scorer",
     "save_model",
 ]
@@ -146,10 +147,10 @@ class LearnedScorer:
         if not candidates:
             return []
         rows = [feature_row(pod, c) for c in candidates]
-        return [float(v) for v in self.estimator.predict(_frame(rows))]
+        return [float(v) for v in self.estimator.predict(feature_frame(rows))]
 
 
-def _frame(rows: Sequence[Sequence[float]]) -> Any:
+def feature_frame(rows: Sequence[Sequence[float]]) -> Any:
     """Rows as a DataFrame with the feature names (both libraries then check the columns)."""
     import pandas as pd  # noqa: PLC0415 - the learn extra
 
