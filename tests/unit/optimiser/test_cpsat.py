@@ -327,16 +327,14 @@ def test_capacity_is_never_exceeded_in_any_dimension(seed: int) -> None:
 def test_cancel_returns_quickly_with_a_valid_solution() -> None:
     snapshot = crowded(seed=1)
     problem = problem_of(snapshot)
+    # Cancelled before the solve starts: on an idle machine CP-SAT proved this problem optimal
+    # in 0.27 s, before a cancel at 0.3 s could arrive, and the test depended on the load.
     cancel = threading.Event()
-    timer = threading.Timer(0.3, cancel.set)
+    cancel.set()
     started = time.monotonic()
-    timer.start()
-    try:
-        solution = solve(problem, seconds=60.0, cancel=cancel)
-    finally:
-        timer.cancel()
+    solution = solve(problem, seconds=60.0, cancel=cancel)
     elapsed = time.monotonic() - started
-    assert elapsed < 1.5, f"took {elapsed:.2f}s after a cancel at 0.3s"
+    assert elapsed < 1.5, f"took {elapsed:.2f}s after a cancel at the start"
     assert solution.status is PlanStatus.FEASIBLE
     assert_fits(problem, solution.counts)
     plan = plan_from_solution(problem, solution, "cpsat")
