@@ -264,6 +264,18 @@ class OptimiserSettings:
             "part that still is (and still places pods) instead of being discarded",
         ),
     )
+    min_pending_s: float = field(
+        default=0.0,
+        metadata=doc(
+            yaml="optimiser.minPendingSeconds",
+            unit="seconds",
+            low=0,
+            reason="the periodic and stable-queue triggers start a run only once a pending pod "
+            "has waited this long since regular scheduling first tried it, so plans are made "
+            "for pods the scheduler could not place rather than raced by it (0: any pending "
+            "pod, the paper's triggers)",
+        ),
+    )
     period_s: float = field(
         default=8.0,
         metadata=doc(

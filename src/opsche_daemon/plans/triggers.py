@@ -6,6 +6,11 @@
 * ``stable-queue``: the set of pending pods unchanged for ``stable_window_s`` (polled every
   ``poll_s``); a solve in progress is cancelled when the set changes, its answer being stale.
 
+With ``min_pending_s`` set, the two background triggers also wait until some pending pod has
+waited that long since its first scheduling attempt: a pod that just arrived is usually placed by
+the next scheduling cycle, and a plan made for it is either raced (stale at validation) or moves
+running pods to place a pod that needed no move a few seconds later.
+
 Every trigger skips a cluster state the last run already solved
 (``OptimizationFlow.already_solved``), and a run never starts while another is in progress or
 during the cool-down after a failed plan.
@@ -48,8 +53,16 @@ def _on_scheduling_failure(flow: OptimizationFlow) -> None:
 
 
 def _has_pending(flow: OptimizationFlow) -> bool:
+    """A pod of this scheduler is pending (and, with ``min_pending_s``, has waited long enough)."""
     scheduler = flow.scheduler
-    return any(p.scheduler_name == scheduler.name for p in scheduler.cache.unbound())
+    wait = flow.settings.min_pending_s
+    if wait <= 0:
+        return any(p.scheduler_name == scheduler.name for p in scheduler.cache.unbound())
+    now = flow.clock()
+    return any(
+        info.initial_attempt_at is not None and now - info.initial_attempt_at >= wait
+        for info in scheduler.queue.pending()
+    )
 
 
 async def _periodic(flow: OptimizationFlow) -> None:
@@ -74,7 +87,7 @@ async def _stable_queue(flow: OptimizationFlow) -> None:
             if flow.in_progress and flow.cancellable and not flow.state.is_active:
                 flow.cancel.set()  # the pending set changed under a running solve
             continue
-        if not pending or flow.in_progress or flow.already_solved():
+        if not pending or flow.in_progress or not _has_pending(flow) or flow.already_solved():
             continue
         if flow.clock() - since >= settings.stable_window_s:
             flow.request(Trigger.STABLE_QUEUE)

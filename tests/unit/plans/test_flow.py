@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -349,6 +350,32 @@ async def test_the_periodic_trigger_starts_no_run_while_nothing_is_pending() -> 
         assert env.flow.outcomes == []
         assert env.flow.runs_started == 0
         env.scheduler.events.pod_changed(pod("big", 4000, owner=None))
+        await until(lambda: len(env.flow.outcomes) == 1)
+        assert env.flow.outcomes == ["empty"]
+    finally:
+        task.cancel()
+
+
+async def test_with_a_minimum_wait_the_periodic_trigger_leaves_fresh_pods_to_the_scheduler() -> (
+    None
+):
+    env = figure_1(owner=None)
+    offset = [0.0]
+    env.flow.clock = lambda: time.monotonic() + offset[0]  # the queue stamps time.monotonic()
+    env.flow.settings = replace(
+        env.flow.settings, trigger=Trigger.PERIODIC, period_s=0.01, min_pending_s=8.0
+    )
+    queue = env.scheduler.queue
+    task = asyncio.get_running_loop().create_task(run_trigger(env.flow))
+    try:
+        await asyncio.sleep(0.1)  # ten periods with "big" pending but never tried: no run
+        assert env.flow.runs_started == 0
+        info = queue.pop_nowait()
+        assert info is not None and info.key == "ns/big"
+        queue.requeue_unschedulable(info, {"NodeResourcesFit"}, queue.scheduling_cycle)
+        await asyncio.sleep(0.1)  # tried and failed, but only just: still no run
+        assert env.flow.runs_started == 0
+        offset[0] = 8.0  # it has now waited 8 s since its first attempt
         await until(lambda: len(env.flow.outcomes) == 1)
         assert env.flow.outcomes == ["empty"]
     finally:
