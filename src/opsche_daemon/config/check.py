@@ -73,6 +73,11 @@ def check_config(config: SchedulerConfig) -> list[str]:
             f"cpsat solver only, and {yaml_key(OptimiserSettings, 'solver')} is "
             f"{optimiser.solver}"
         )
+    if optimiser.budget_across_plans and optimiser.max_disruptions_per_placement <= 0:
+        problems.append(
+            f"{yaml_key(OptimiserSettings, 'budget_across_plans')}: needs a budget, and "
+            f"{yaml_key(OptimiserSettings, 'max_disruptions_per_placement')} is 0 (no limit)"
+        )
     queue = config.queue
     if queue.initial_backoff_s > 0 and queue.max_backoff_s < queue.initial_backoff_s:
         initial = yaml_key(QueueSettings, "initial_backoff_s")

@@ -256,6 +256,15 @@ class OptimiserSettings:
             "places (cpsat only; 0: no limit, the paper's lexicographic plans)",
         ),
     )
+    budget_across_plans: bool = field(
+        default=False,
+        metadata=doc(
+            yaml="optimiser.budgetAcrossPlans",
+            reason="maxDisruptionsPerPlacement holds over all the plans so far rather than each "
+            "plan: a plan may also spend what earlier plans left unused (a plan placing one "
+            "pod may then move two after a plan that moved none)",
+        ),
+    )
     repair_stale_plans: bool = field(
         default=False,
         metadata=doc(

@@ -47,11 +47,13 @@ def solve_snapshot(
     disruptions_per_placement: float = 0.0,
     stall_s: float = 0.0,
     extra_filter: ExtraFilter | None = None,
+    disruption_credit: float = 0.0,
 ) -> Plan:
     """The best plan for ``snapshot`` found within ``time_limit`` seconds (or until cancelled).
 
     ``disruptions_per_placement`` > 0 bounds the pods a CP-SAT plan moves or evicts per pending
     pod it places (see ``optimiser.cpsat``); the heuristic has no such bound and refuses one.
+    ``disruption_credit`` adds that many disruptions to the bound (earlier plans' unused budget).
     ``stall_s`` > 0 ends a CP-SAT phase that has found nothing better for that long.
     ``extra_filter`` (scheduler extenders) narrows where each group may go.
     """
@@ -81,6 +83,7 @@ def solve_snapshot(
             hint=warm_start,
             disruptions_per_placement=disruptions_per_placement,
             stall=stall_s,
+            disruption_credit=disruption_credit,
         )
     solution = chosen.solve(problem, deadline, cancel)
     solution.counts = fill_greedily(problem, solution.counts)

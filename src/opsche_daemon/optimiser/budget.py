@@ -2,7 +2,11 @@
 
 Kept apart from the CP-SAT model (which imports OR-Tools) so plan repair and the flow can apply
 the same arithmetic. r is held as a small fraction so the model's constraint has integer
-coefficients: ``denominator * disruptions <= numerator * pods placed``.
+coefficients: ``denominator * disruptions <= numerator * pods placed + credit``.
+
+The credit (``optimiser.budgetAcrossPlans``) is what earlier plans left unused, in
+``1/denominator`` disruptions: the goal is a ratio over a whole run, and a budget per plan that
+rounds down lets a plan placing one pod disrupt only one, however cheap the plans before it were.
 """
 
 from __future__ import annotations
@@ -10,23 +14,36 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from fractions import Fraction
+from typing import NamedTuple
 
 from opsche_daemon.optimiser.problem import Problem
 
 __all__ = ["Budget", "budget_of", "within_budget"]
 
-Budget = tuple[int, int]  # r = numerator / denominator disruptions per pending pod placed
+
+class Budget(NamedTuple):
+    """r = numerator / denominator disruptions per pending pod placed, plus a credit."""
+
+    numerator: int
+    denominator: int
+    credit: int = 0  # extra disruptions allowed, in 1/denominator units
+
+    def allows(self, disrupted: int, placed: int) -> bool:
+        """Whether a plan disrupting ``disrupted`` pods to place ``placed`` stays within."""
+        return self.denominator * disrupted <= self.numerator * placed + self.credit
 
 
-def budget_of(disruptions_per_placement: float) -> Budget | None:
+def budget_of(disruptions_per_placement: float, credit: float = 0.0) -> Budget | None:
     """``r`` rounded down to hundredths (never looser than asked), or None for no limit (0).
 
-    Below 0.01 that is 0: no plan may disrupt anything.
+    Below 0.01 that is 0: no plan may disrupt anything. ``credit`` (disruptions, rounded down,
+    never below 0) is added to every plan's allowance.
     """
     if disruptions_per_placement <= 0:
         return None
     ratio = Fraction(math.floor(disruptions_per_placement * 100 + 1e-9), 100)
-    return ratio.numerator, ratio.denominator
+    units = max(0, math.floor(credit * ratio.denominator + 1e-9))
+    return Budget(ratio.numerator, ratio.denominator, units)
 
 
 def within_budget(problem: Problem, counts: Mapping[tuple[int, int], int], budget: Budget) -> bool:
@@ -39,5 +56,4 @@ def within_budget(problem: Problem, counts: Mapping[tuple[int, int], int], budge
         stay = sum(min(counts.get((group.index, n), 0), group.current(n)) for n in group.running)
         disrupted += group.running_count - stay
         newly += placed[group.index] - min(placed[group.index], group.running_count)
-    numerator, denominator = budget
-    return denominator * disrupted <= numerator * newly
+    return budget.allows(disrupted, newly)

@@ -382,8 +382,8 @@ def _usage(problem: Problem, counts: Mapping[tuple[int, int], int]) -> list[list
 
 
 def _add_budget(model: cp_model.CpModel, layout: _Layout, budget: Budget) -> None:
-    """``den * (running - sum stay) <= num * (sum y - sum kept)``, with ``kept`` pinned."""
-    numerator, denominator = budget
+    """``den * (running - sum stay) <= num * (sum y - sum kept) + credit``, ``kept`` pinned."""
+    numerator, denominator, credit = budget
     var = model.get_int_var_from_proto_index
     for i, g in enumerate(layout.kept):
         start = layout.y_start[g]
@@ -399,7 +399,9 @@ def _add_budget(model: cp_model.CpModel, layout: _Layout, budget: Budget) -> Non
     constraint.linear.coeffs.extend(
         [denominator] * len(stay) + [numerator] * len(y) + [-numerator] * len(kept)
     )
-    constraint.linear.domain.extend((denominator * sum(layout.kept_running), cp_model.INT_MAX))
+    constraint.linear.domain.extend(
+        (denominator * sum(layout.kept_running) - credit, cp_model.INT_MAX)
+    )
 
 
 def _build_model(layout: _Layout, budget: Budget | None = None) -> cp_model.CpModel:
@@ -781,6 +783,7 @@ class CpSatSolver:
         max_variables: int = _MAX_Y,
         disruptions_per_placement: float = 0.0,
         stall: float = 0.0,
+        disruption_credit: float = 0.0,
     ) -> None:
         if not 0.0 < alpha <= 1.0:
             raise ValueError(f"alpha must be in (0, 1], not {alpha}")
@@ -790,7 +793,7 @@ class CpSatSolver:
         self.workers = workers
         self.hint = hint
         self.max_variables = max_variables
-        self.budget = budget_of(disruptions_per_placement)
+        self.budget = budget_of(disruptions_per_placement, disruption_credit)
         if stall < 0:
             raise ValueError(f"stall must be at least 0, not {stall}")
         self.stall = stall

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 from opsche_daemon.model.plan import Eviction, Move, Placement, Plan, PlanStatus
 from opsche_daemon.model.snapshot import Snapshot
+from opsche_daemon.optimiser.budget import Budget
 from opsche_daemon.optimiser.validate import PlanChecker
 from opsche_daemon.safety import Protected
 
@@ -104,11 +105,11 @@ def repair_plan(
     *,
     scheduler_name: str,
     protected: Protected,
-    budget: tuple[int, int] | None = None,
+    budget: Budget | None = None,
 ) -> Repaired | None:
     """The largest valid part of ``plan`` on ``snapshot`` this greedy finds, or None.
 
-    ``budget`` (numerator, denominator) is the plan's disruption budget, r disruptions per pod
+    ``budget`` is the plan's disruption budget, r disruptions per pod
     placed (``optimiser.maxDisruptionsPerPlacement``): a repaired plan keeps within it too.
     """
     checker = PlanChecker(snapshot, scheduler_name, protected)
@@ -145,8 +146,7 @@ def repair_plan(
     if not repaired.placements or checker.check(repaired).errors:
         return None
     if budget is not None:
-        numerator, denominator = budget
         disrupted = len(repaired.moves) + len(repaired.evictions)
-        if denominator * disrupted > numerator * len(repaired.placements):
+        if not budget.allows(disrupted, len(repaired.placements)):
             return None
     return Repaired(repaired, tuple(dropped))

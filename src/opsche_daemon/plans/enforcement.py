@@ -65,6 +65,9 @@ class PlanEnforcer:
         self.clock = clock
         # Preemption would evict pods the plan counts on, or take room it reserved.
         scheduler.preemption_paused = lambda: state.is_active
+        # Every plan's pods placed and running pods evicted so far (optimiser.budgetAcrossPlans).
+        self.placed_total = 0
+        self.disrupted_total = 0
 
     async def enforce(self, plan: Plan, fresh: Snapshot, trigger: str) -> RunOutcome:
         """Steps 1-4 for a plan validated against ``fresh``; the caller then calls ``tear_down``."""
@@ -78,7 +81,9 @@ class PlanEnforcer:
         # Placed: the plan's pending pods no longer pending (a replica that stands in for a
         # planned one of its workload counts, as convergence counts it).
         still = sum(1 for p in self.scheduler.plan_snapshot().pending if active.is_planned(p))
-        self.scheduler.metrics.plan_pods_placed.inc(max(0, len(plan.placements) - still))
+        placed = max(0, len(plan.placements) - still)
+        self.placed_total += placed
+        self.scheduler.metrics.plan_pods_placed.inc(placed)
         return outcome
 
     # ------------------------------------------------------------------ 1. install
@@ -120,6 +125,7 @@ class PlanEnforcer:
                 log.info("plan eviction refused; aborting plan", pod=key, outcome=result.outcome)
                 return None
             moved = key not in evicted
+            self.disrupted_total += 1
             (metrics.plan_pods_moved if moved else metrics.plan_pods_evicted).inc()
             self.scheduler.binder.event(
                 pod, "OpscheMoved" if moved else "OpscheEvicted", note, type_="Normal"

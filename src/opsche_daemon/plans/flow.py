@@ -190,6 +190,7 @@ class OptimizationFlow:
             disruptions_per_placement=settings.max_disruptions_per_placement,
             stall_s=settings.solve_stall_s,
             extra_filter=extender_filter(self.scheduler.extenders, self.cancel),
+            disruption_credit=self.disruption_credit(),
         )
         metrics.solve_duration.labels(settings.solver).observe(plan.seconds)
         self._solve_s = plan.seconds
@@ -215,7 +216,7 @@ class OptimizationFlow:
                 fresh,
                 scheduler_name=self.scheduler.name,
                 protected=self.protected,
-                budget=budget_of(settings.max_disruptions_per_placement),
+                budget=budget_of(settings.max_disruptions_per_placement, self.disruption_credit()),
             )
             if repaired is not None:
                 log.info(
@@ -238,6 +239,19 @@ class OptimizationFlow:
         # 4. Enforce.
         metrics.solver_runs.labels(trigger, SolveResult.PLAN).inc()
         return await self.enforcer.enforce(plan, fresh, trigger)
+
+    def disruption_credit(self) -> float:
+        """The disruption budget earlier plans left unused (``budgetAcrossPlans``), else 0.
+
+        r per pod they placed, minus the pods they evicted; never below 0 (a plan that evicted
+        and then timed out before placing is not charged to the next one).
+        """
+        settings = self.settings
+        if not settings.budget_across_plans or settings.max_disruptions_per_placement <= 0:
+            return 0.0
+        enforcer = self.enforcer
+        earned = settings.max_disruptions_per_placement * enforcer.placed_total
+        return max(0.0, earned - enforcer.disrupted_total)
 
     def _finish(self, outcome: RunOutcome) -> None:
         """5. Tear down, then the cool-down and the run's bookkeeping."""
