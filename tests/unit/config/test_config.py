@@ -224,6 +224,11 @@ MISTAKES: list[tuple[dict[str, object], str]] = [
         "optimiser.solver is heuristic",
     ),
     (
+        {"optimiser": {"budgetAcrossPlans": True}},
+        "optimiser.budgetAcrossPlans: needs a budget, and optimiser.maxDisruptionsPerPlacement "
+        "is 0 (no limit)",
+    ),
+    (
         {"leaderElection": {"leaderElect": "yes"}},
         "leaderElection.leaderElect: expected one of auto, true, false, got 'yes'",
     ),

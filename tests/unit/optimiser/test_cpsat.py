@@ -490,13 +490,31 @@ def test_within_a_budget_of_one_no_plan_disrupts_more_pods_than_it_places(seed: 
 
 
 def test_a_budget_is_rounded_down_to_hundredths_never_looser() -> None:
-    from opsche_daemon.optimiser.budget import budget_of
+    from opsche_daemon.optimiser.budget import Budget, budget_of
 
     assert budget_of(0.0) is None
-    assert budget_of(1.0) == (1, 1)
-    assert budget_of(1.5) == (3, 2)
-    assert budget_of(0.333) == (33, 100)  # not 1/3, which allows more
-    assert budget_of(0.001) == (0, 1)  # below a hundredth: nothing may be disrupted
+    assert budget_of(1.0) == Budget(1, 1)
+    assert budget_of(1.5) == Budget(3, 2)
+    assert budget_of(0.333) == Budget(33, 100)  # not 1/3, which allows more
+    assert budget_of(0.001) == Budget(0, 1)  # below a hundredth: nothing may be disrupted
+    # A credit is counted in the same hundredths, rounded down, never negative.
+    assert budget_of(1.5, credit=0.99) == Budget(3, 2, 1)
+    assert budget_of(1.0, credit=-3.0) == Budget(1, 1, 0)
+    assert Budget(1, 1, 1).allows(disrupted=2, placed=1)
+    assert not Budget(1, 1, 0).allows(disrupted=2, placed=1)
+
+
+@pytest.mark.parametrize(("credit", "placed"), [(0.0, 0), (0.5, 0), (1.0, 1), (3.0, 1)])
+def test_a_credit_from_earlier_plans_lets_a_plan_spend_more_than_its_own_share(
+    credit: float, placed: int
+) -> None:
+    snapshot = _two_moves_for_one_pod()  # two moves for one pod: one more than a budget of 1
+    problem = problem_of(snapshot)
+    solver = CpSatSolver(disruptions_per_placement=1.0, disruption_credit=credit)
+    plan = plan_from_solution(problem, solve(problem, solver=solver), "cpsat")
+    assert validate_plan(plan, snapshot, scheduler_name=SCHEDULER, protected=never) == []
+    assert len(plan.placements) == placed
+    assert len(plan.moves) == 2 * placed
 
 
 class _StallingSearch:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from opsche_daemon.model.plan import Eviction, Move, Placement, Plan, PlanStatus
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.snapshot import Snapshot
+from opsche_daemon.optimiser.budget import Budget
 from opsche_daemon.optimiser.repair import Repaired, repair_plan
 from opsche_daemon.optimiser.validate import validate_plan
 from opsche_daemon.safety import is_protected
@@ -195,6 +196,6 @@ def test_a_repaired_plan_keeps_within_the_disruption_budget() -> None:
     assert (len(unbounded.plan.placements), len(unbounded.plan.moves)) == (1, 2)
     assert unbounded.plan.status is PlanStatus.FEASIBLE
     result = repair_plan(
-        stale, fresh, scheduler_name="opsche", protected=is_protected, budget=(1, 1)
+        stale, fresh, scheduler_name="opsche", protected=is_protected, budget=Budget(1, 1)
     )
     assert result is None  # 2 disruptions for 1 pod placed: over a budget of 1

@@ -138,6 +138,22 @@ async def test_a_plan_evicts_one_replica_through_the_eviction_call_and_says_why(
     assert not env.scheduler.paused
 
 
+async def test_across_plans_the_budget_credits_what_earlier_plans_left_unused() -> None:
+    env = figure_1()
+    flow = env.flow
+    assert await env.run() == "timed_out"  # one replica moved; "big" never placed here
+    assert (flow.enforcer.placed_total, flow.enforcer.disrupted_total) == (0, 1)
+    assert flow.disruption_credit() == 0.0  # no budget configured: no credit
+    flow.settings = replace(
+        flow.settings, max_disruptions_per_placement=1.5, budget_across_plans=True
+    )
+    assert flow.disruption_credit() == 0.0  # overspent (1 for 0 placed): no debt either
+    flow.enforcer.placed_total = 4  # as if later plans had placed four pods
+    assert flow.disruption_credit() == 5.0  # 1.5 x 4 - 1
+    flow.settings = replace(flow.settings, budget_across_plans=False)
+    assert flow.disruption_credit() == 0.0  # per plan only
+
+
 async def test_a_plan_made_stale_before_validation_is_discarded_not_applied() -> None:
     env = figure_1()
 
