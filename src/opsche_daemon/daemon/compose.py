@@ -15,12 +15,13 @@ deferral read) and what feeds ``scheduler.events`` (a watch, or the in-process A
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from opsche_daemon.cache import Cache
-from opsche_daemon.config import SchedulerConfig, Trigger
+from opsche_daemon.config import SchedulerConfig, SolverKind, Trigger
 from opsche_daemon.framework.extender import Extender
 from opsche_daemon.framework.interface import Plugin
 from opsche_daemon.framework.plugins.default_preemption import DefaultPreemption
@@ -132,4 +133,9 @@ def compose(
             on_result=lambda result: metrics.preemption_deferrals.labels(result).inc(),
         )
         scheduler.preemption_gate = deferral.gate
+    if optimiser.trigger is not Trigger.NONE and optimiser.solver == SolverKind.CPSAT:
+        # OR-Tools takes about a second to load (more on a busy machine): at start-up, not in
+        # the first solve's thread, where it would delay the first plan and, in virtual time,
+        # be charged to it.
+        importlib.import_module("opsche_daemon.optimiser.cpsat")
     return Composed(built[0], scheduler, flow, plan_state)

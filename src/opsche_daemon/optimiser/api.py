@@ -77,6 +77,7 @@ def solve_snapshot(
             raise ValueError("the heuristic solver takes no disruption budget; use cpsat")
         chosen = HeuristicSolver()
     else:
+
         def warm_start(p: Problem) -> dict[tuple[int, int], int]:
             return heuristic_counts(p, deadline, cancel)
 
