@@ -195,13 +195,21 @@ async def test_a_leader_that_loses_its_lease_stops_writing_at_once_and_exits(
     coordination, core = client.CoordinationV1Api(api), client.CoreV1Api(api)
     a = replicas.start("a")
     await wait_for_holder(api, namespace, identity(a))
-    # Someone else takes the Lease (an operator, or a partition that made it expire).
-    lease = await coordination.read_namespaced_lease(LEASE, namespace)
-    now = datetime.now(UTC)
-    lease.spec.holder_identity = "impostor"
-    lease.spec.acquire_time = now
-    lease.spec.renew_time = now
-    await coordination.replace_namespaced_lease(LEASE, namespace, lease)
+    # Someone else takes the Lease (an operator, or a partition that made it expire). The
+    # leader renews every retry period, so a takeover between its renewals may meet a 409
+    # Conflict: read and replace again, as any client of an optimistic-concurrency API does.
+    for attempt in range(10):
+        lease = await coordination.read_namespaced_lease(LEASE, namespace)
+        now = datetime.now(UTC)
+        lease.spec.holder_identity = "impostor"
+        lease.spec.acquire_time = now
+        lease.spec.renew_time = now
+        try:
+            await coordination.replace_namespaced_lease(LEASE, namespace, lease)
+            break
+        except client.ApiException as error:
+            if error.status != 409 or attempt == 9:
+                raise
     # Its next renewal sees the new holder: a pod created now must not be bound by it.
     await wait_for_log(a, "lease holder changed", holder="impostor")
     await core.create_namespaced_pod(namespace, bare_pod("orphan"))
