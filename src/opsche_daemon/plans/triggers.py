@@ -55,13 +55,20 @@ def _on_scheduling_failure(flow: OptimizationFlow) -> None:
 def _has_pending(flow: OptimizationFlow) -> bool:
     """A pod of this scheduler is pending (and, with ``min_pending_s``, has waited long enough)."""
     scheduler = flow.scheduler
+    if flow.settings.min_pending_s <= 0:
+        return any(p.scheduler_name == scheduler.name for p in scheduler.cache.unbound())
+    return _waited_long_enough(flow)
+
+
+def _waited_long_enough(flow: OptimizationFlow) -> bool:
+    """Some queued pod has waited ``min_pending_s`` since its first attempt (always, at 0)."""
     wait = flow.settings.min_pending_s
     if wait <= 0:
-        return any(p.scheduler_name == scheduler.name for p in scheduler.cache.unbound())
+        return True
     now = flow.clock()
     return any(
         info.initial_attempt_at is not None and now - info.initial_attempt_at >= wait
-        for info in scheduler.queue.pending()
+        for info in flow.scheduler.queue.pending()
     )
 
 
@@ -87,7 +94,12 @@ async def _stable_queue(flow: OptimizationFlow) -> None:
             if flow.in_progress and flow.cancellable and not flow.state.is_active:
                 flow.cancel.set()  # the pending set changed under a running solve
             continue
-        if not pending or flow.in_progress or not _has_pending(flow) or flow.already_solved():
+        if (
+            not pending
+            or flow.in_progress
+            or not _waited_long_enough(flow)
+            or flow.already_solved()
+        ):
             continue
         if flow.clock() - since >= settings.stable_window_s:
             flow.request(Trigger.STABLE_QUEUE)
