@@ -29,14 +29,13 @@ from opsche_daemon.trace.result import SchedulerRun
 trace_path, duration, out = Path(sys.argv[1]), float(sys.argv[2]), Path(sys.argv[3])
 cfg_path = Path(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] != "-" else None
 out.mkdir(parents=True, exist_ok=True)
-solves, plans, protected = [], [], []
+solves, plans = [], []
 solve = flow.solve_snapshot
 
 
 def recording_solve(snapshot, **kw):
-    protected[:] = [kw["protected"]]
     plan = solve(snapshot, **kw)
-    keep = {k: v for k, v in kw.items() if k not in ("cancel", "extra_filter", "protected")}
+    keep = {k: v for k, v in kw.items() if k not in ("cancel", "extra_filter")}
     solves.append({"snapshot": snapshot, "kw": keep, "plan": plan})
     return plan
 
@@ -87,26 +86,32 @@ if float(os.environ.get("RESOLVE", "0")):
         if sv["plan"].empty:
             continue
         kw = {**sv["kw"], "time_limit": float(os.environ["RESOLVE"]), "stall_s": 0.0}
-        again = solve(sv["snapshot"], protected=protected[0], **kw)
+        again = solve(sv["snapshot"], **kw)
         rows.append({"i": i, "recorded": figures(sv["plan"]), "longer": figures(again)})
         print(rows[-1], flush=True)
     (out / "resolve.json").write_text(json.dumps(rows))
 
 if os.environ.get("VARIANTS"):
+
     def key(plan):  # lexicographic: higher priorities placed first, then fewer disruptions
         return sorted((p.priority for p in plan.placements), reverse=True), -figures(plan)[1]
+
+    recorded = [key(sv["plan"]) for sv in solves]
 
     for name, spec in json.loads(os.environ["VARIANTS"]):
         cpsat.CpSatSolver.__init__.__kwdefaults__["workers"] = spec.get("workers", 2)
         for rep in range(2):
             started, same, better, worse, placed, disrupted = time.monotonic(), 0, 0, 0, 0, 0
-            for sv in solves:
+            for sv, before in zip(solves, recorded):
                 kw = {**sv["kw"], **({"stall_s": spec["stall"]} if "stall" in spec else {})}
-                plan = solve(sv["snapshot"], protected=protected[0], **kw)
-                same += figures(plan)[:2] == figures(sv["plan"])[:2]
-                better += key(plan) > key(sv["plan"])
-                worse += key(plan) < key(sv["plan"])
-                placed, disrupted = placed + figures(plan)[0], disrupted + figures(plan)[1]
+                plan = solve(sv["snapshot"], **kw)
+                after = key(plan)
+                same, better, worse = (
+                    same + (after == before),
+                    better + (after > before),
+                    worse + (after < before),
+                )
+                placed, disrupted = placed + len(after[0]), disrupted - after[1]
             took = time.monotonic() - started
             print(
                 f"{name} run {rep}: {took / len(solves):.3f} s per solve, same {same}, "
