@@ -48,7 +48,7 @@ def test_defaults_are_kube_schedulers_and_the_old_ones() -> None:
         blocking=False,
         solver=SolverKind.CPSAT,
         solve_time_limit_s=2.0,
-        solve_stall_s=0.3,
+        solve_stall_s=0.1,
         period_s=8.0,
         stable_window_s=8.0,
         poll_s=0.25,
