@@ -73,6 +73,12 @@ def check_config(config: SchedulerConfig) -> list[str]:
             f"cpsat solver only, and {yaml_key(OptimiserSettings, 'solver')} is "
             f"{optimiser.solver}"
         )
+    if optimiser.placement_worth_moves > 0 and optimiser.solver != SolverKind.CPSAT:
+        problems.append(
+            f"{yaml_key(OptimiserSettings, 'placement_worth_moves')}: applies to the "
+            f"cpsat solver only, and {yaml_key(OptimiserSettings, 'solver')} is "
+            f"{optimiser.solver}"
+        )
     if optimiser.budget_across_plans and optimiser.max_disruptions_per_placement <= 0:
         problems.append(
             f"{yaml_key(OptimiserSettings, 'budget_across_plans')}: needs a budget, and "

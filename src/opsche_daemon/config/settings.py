@@ -256,6 +256,19 @@ class OptimiserSettings:
             "places (cpsat only; 0: no limit, the paper's lexicographic plans)",
         ),
     )
+    placement_worth_moves: float = field(
+        default=0.0,
+        metadata=doc(
+            yaml="optimiser.placementWorthMoves",
+            unit="moves a pending pod placed is worth",
+            low=0,
+            high=100,
+            reason="a plan places a pending pod only where that costs at most this many moves "
+            "at the margin, an eviction that leaves its pod pending counting 2 (cpsat only, "
+            "tenths; 0: no price, the paper's lexicographic plans, which rank one more "
+            "higher-priority pod above any number of moves)",
+        ),
+    )
     budget_across_plans: bool = field(
         default=False,
         metadata=doc(

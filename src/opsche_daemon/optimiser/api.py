@@ -48,12 +48,15 @@ def solve_snapshot(
     stall_s: float = 0.0,
     extra_filter: ExtraFilter | None = None,
     disruption_credit: float = 0.0,
+    placement_worth: float = 0.0,
 ) -> Plan:
     """The best plan for ``snapshot`` found within ``time_limit`` seconds (or until cancelled).
 
     ``disruptions_per_placement`` > 0 bounds the pods a CP-SAT plan moves or evicts per pending
     pod it places (see ``optimiser.cpsat``); the heuristic has no such bound and refuses one.
     ``disruption_credit`` adds that many disruptions to the bound (earlier plans' unused budget).
+    ``placement_worth`` > 0 prices disruption: a CP-SAT plan places a pending pod only where
+    that costs at most this many moves (see ``optimiser.cpsat``); the heuristic refuses it too.
     ``stall_s`` > 0 ends a CP-SAT phase that has found nothing better for that long.
     ``extra_filter`` (scheduler extenders) narrows where each group may go.
     """
@@ -73,8 +76,8 @@ def solve_snapshot(
     )
     chosen: Solver
     if solver == SolverKind.HEURISTIC:
-        if disruptions_per_placement > 0:
-            raise ValueError("the heuristic solver takes no disruption budget; use cpsat")
+        if disruptions_per_placement > 0 or placement_worth > 0:
+            raise ValueError("the heuristic solver takes no disruption budget or price; use cpsat")
         chosen = HeuristicSolver()
     else:
 
@@ -87,6 +90,7 @@ def solve_snapshot(
             disruptions_per_placement=disruptions_per_placement,
             stall=stall_s,
             disruption_credit=disruption_credit,
+            placement_worth=placement_worth,
         )
     solution = chosen.solve(problem, deadline, cancel)
     solution.counts = fill_greedily(problem, solution.counts)

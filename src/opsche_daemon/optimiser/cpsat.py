@@ -44,6 +44,17 @@ scaled to integers). ``kept`` is then pinned to ``min(sum_n y, running)`` per gr
 placed. The lexicographic order stays: placements first, then disruption, within the budget. A
 warm start over budget is replaced by the cluster as it is (no disruption), which is always within.
 
+A price on disruption (``placement_worth`` p > 0, ``optimiser.placementWorthMoves``) replaces the
+fold of phase 1 for every tier: ``a * (W' * K_t + P_t) + b * D`` with ``a / b`` just above p and
+``D`` the disruption score of all running pods (every tier's ``kept + stay``), so a plan places
+a pending pod only where that costs at most p moves at the margin (a move costs 1, an eviction
+that leaves its pod pending 2). ``W'`` keeps a running pod of the tier above any number of
+placements and moves, as ``W`` does. The paper's order ranks one more higher-tier pod above any
+number of moves; measured on the grid, the closer CP-SAT gets to that optimum, the more a plan
+disrupts per pod it places (``docs/evaluation.md``, "Longer solves disrupt more"): a price is
+where a plan stops paying for one more pod. Phase 1 then no longer proves phase 2, and its bound
+no longer bounds the pods placeable.
+
 Hints: before each phase the best solution so far, completed (``_Repair``): presolve drops the
 groups outside the objective, and a stopped search leaves needless moves, so running members go
 back home or keep running where there is room and the warm start's placements come back; all
@@ -73,6 +84,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import reduce
 
 import numpy as np
@@ -82,7 +94,7 @@ from opsche_daemon.model.plan import PlanStatus, TierResult
 from opsche_daemon.optimiser.budget import Budget, budget_of, within_budget
 from opsche_daemon.optimiser.problem import Group, Problem, Solution, current_counts
 
-__all__ = ["CpSatSolver", "HintProvider"]
+__all__ = ["CpSatSolver", "HintProvider", "price_of"]
 
 Counts = dict[tuple[int, int], int]
 HintProvider = Callable[[Problem], Mapping[tuple[int, int], int]]
@@ -213,7 +225,7 @@ class _Tier:
         return [*range(layout.kept_start, self.kept_end), *range(layout.stay_start, self.stay_end)]
 
     def disruption(self, values: Sequence[int], layout: _Layout) -> int:
-        """D_t under ``values``."""
+        """D_t under ``values`` (of the last tier: every running pod's)."""
         return sum(values[layout.kept_start : self.kept_end]) + sum(
             values[layout.stay_start : self.stay_end]
         )
@@ -462,6 +474,18 @@ def _build_model(layout: _Layout, budget: Budget | None = None) -> cp_model.CpMo
     if budget is not None:
         _add_budget(model, layout, budget)
     return model
+
+
+def price_of(placement_worth: float) -> tuple[int, int] | None:
+    """``(a, b)`` with ``a / b`` just above ``placement_worth`` (tenths), or None for no price.
+
+    Just above, so that a placement costing exactly p moves is made: ``a = 2 * num + 1`` and
+    ``b = 2 * den`` for p = num / den.
+    """
+    if placement_worth <= 0:
+        return None
+    ratio = Fraction(math.floor(placement_worth * 10 + 1e-9), 10)
+    return 2 * ratio.numerator + 1, 2 * ratio.denominator
 
 
 def _at_least(model: cp_model.CpModel, variables: Sequence[int], value: int) -> None:
@@ -784,6 +808,7 @@ class CpSatSolver:
         disruptions_per_placement: float = 0.0,
         stall: float = 0.0,
         disruption_credit: float = 0.0,
+        placement_worth: float = 0.0,
     ) -> None:
         if not 0.0 < alpha <= 1.0:
             raise ValueError(f"alpha must be in (0, 1], not {alpha}")
@@ -797,6 +822,9 @@ class CpSatSolver:
         if stall < 0:
             raise ValueError(f"stall must be at least 0, not {stall}")
         self.stall = stall
+        if placement_worth < 0:
+            raise ValueError(f"placement_worth must be at least 0, not {placement_worth}")
+        self.price = price_of(placement_worth)
 
     @property
     def name(self) -> str:
@@ -880,8 +908,17 @@ class CpSatSolver:
 
         placed, kept = figures(run.values)
         own_running = sum(layout.upper[i] for i in own)
-        if placed == tier.members and kept == own_running:
+        everyone = layout.tiers[-1]
+        undisrupted = everyone.disruption(run.values, layout) == 2 * everyone.running
+        if placed == tier.members and kept == own_running and (self.price is None or undisrupted):
             phase.optimal, phase.bound = True, placed  # the hint reaches the trivial bound
+        elif self.price is not None:
+            a, b = self.price
+            weight = a * tier.members + 2 * b * everyone.running + 1
+            objective = [(y, a), (own, weight), (everyone.disruption_terms(layout), b)]
+            _, phase.optimal, _ = run.solve(objective, budget)
+            placed, kept = figures(run.values)
+            phase.bound = tier.members  # what is worth placing, not what is placeable
         else:
             fold = 2 * tier.running + 1
             objective = [(y, fold), (own, tier.weight * fold), (disruption, 1)]

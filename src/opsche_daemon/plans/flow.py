@@ -191,6 +191,7 @@ class OptimizationFlow:
             stall_s=settings.solve_stall_s,
             extra_filter=extender_filter(self.scheduler.extenders, self.cancel),
             disruption_credit=self.disruption_credit(),
+            placement_worth=settings.placement_worth_moves,
         )
         metrics.solve_duration.labels(settings.solver).observe(plan.seconds)
         self._solve_s = plan.seconds

@@ -224,6 +224,15 @@ MISTAKES: list[tuple[dict[str, object], str]] = [
         "optimiser.solver is heuristic",
     ),
     (
+        {"optimiser": {"placementWorthMoves": 101}},
+        "optimiser.placementWorthMoves: must be between 0 and 100, got 101",
+    ),
+    (
+        {"optimiser": {"solver": "heuristic", "placementWorthMoves": 2}},
+        "optimiser.placementWorthMoves: applies to the cpsat solver only, and "
+        "optimiser.solver is heuristic",
+    ),
+    (
         {"optimiser": {"budgetAcrossPlans": True}},
         "optimiser.budgetAcrossPlans: needs a budget, and optimiser.maxDisruptionsPerPlacement "
         "is 0 (no limit)",

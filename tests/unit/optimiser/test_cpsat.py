@@ -21,12 +21,13 @@ from opsche_daemon.model.plan import Plan, PlanStatus
 from opsche_daemon.model.pod import Pod
 from opsche_daemon.model.selectors import Taint
 from opsche_daemon.model.snapshot import Snapshot
-from opsche_daemon.optimiser.cpsat import CpSatSolver, _Watcher
+from opsche_daemon.optimiser.cpsat import CpSatSolver, _Watcher, price_of
 from opsche_daemon.optimiser.problem import (
     Problem,
     Solution,
     build_problem,
     current_counts,
+    fill_greedily,
     plan_from_solution,
     usage,
 )
@@ -515,6 +516,87 @@ def test_a_credit_from_earlier_plans_lets_a_plan_spend_more_than_its_own_share(
     assert validate_plan(plan, snapshot, scheduler_name=SCHEDULER, protected=never) == []
     assert len(plan.placements) == placed
     assert len(plan.moves) == 2 * placed
+
+
+@pytest.mark.parametrize(("worth", "placed"), [(0.0, 1), (2.0, 1), (5.0, 1), (1.9, 0), (1.0, 0)])
+def test_a_price_places_a_pod_only_where_it_costs_at_most_its_worth_in_moves(
+    worth: float, placed: int
+) -> None:
+    snapshot = _two_moves_for_one_pod()
+    problem = problem_of(snapshot)
+    solution = solve(problem, solver=CpSatSolver(placement_worth=worth))
+    plan = plan_from_solution(problem, solution, "cpsat")
+    assert validate_plan(plan, snapshot, scheduler_name=SCHEDULER, protected=never) == []
+    assert len(plan.placements) == placed
+    assert len(plan.moves) == 2 * placed
+    assert plan.evictions == ()
+    assert solution.status is PlanStatus.OPTIMAL
+
+
+@pytest.mark.parametrize(("worth", "evicted"), [(0.0, 1), (2.0, 1), (1.5, 0)])
+def test_a_price_counts_an_eviction_that_leaves_its_pod_pending_as_two_moves(
+    worth: float, evicted: int
+) -> None:
+    # h fits only where l1 or l2 runs, and neither fits anywhere else: one must be evicted.
+    snapshot = cluster(
+        [(node("a"), [running("l1", "a", 3000)]), (node("b"), [running("l2", "b", 2000)])],
+        [pending("h", 3000, priority=100)],
+    )
+    problem = problem_of(snapshot)
+    solution = solve(problem, solver=CpSatSolver(placement_worth=worth))
+    plan = plan_from_solution(problem, solution, "cpsat")
+    assert validate_plan(plan, snapshot, scheduler_name=SCHEDULER, protected=never) == []
+    assert [p.name for p in plan.placements] == ["h"] * evicted
+    assert len(plan.evictions) == evicted
+    assert plan.moves == ()
+
+
+def fragmented(seed: int, nodes: int = 10) -> Snapshot:
+    """Nodes of 8 CPU filled with 0.5-2.5 CPU pods, 0-1 CPU left on each; 3 CPU pods pending.
+
+    A pending pod fits only where running pods make room for it, some by one move, some by more.
+    """
+    rnd = random.Random(seed)
+    layout = []
+    for n in range(nodes):
+        free, pods = 8000, list[Pod]()
+        while (cpu := rnd.choice([500, 1000, 1500, 2500])) <= free - rnd.choice([0, 500, 1000]):
+            pods.append(running(f"r{cpu}-{n}-{len(pods)}", f"n{n}", cpu, owner=f"r{cpu}"))
+            free -= cpu
+        layout.append((node(f"n{n}", 8000), pods))
+    return cluster(layout, [pending(f"p{i}", 3000, owner="big") for i in range(nodes)])
+
+
+@pytest.mark.parametrize("seed", [2, 3, 7])
+def test_a_priced_plan_pays_at_most_its_worth_for_what_it_adds_to_a_plan_without_moves(
+    seed: int,
+) -> None:
+    # One priority, so the price's objective is the whole objective: at its optimum, the moves
+    # cost no more than the worth of the pods placed beyond those that fit without any move.
+    snapshot = fragmented(seed)
+    problem = problem_of(snapshot)
+    unpriced = plan_from_solution(problem, solve(problem, 5.0), "cpsat")
+    solution = solve(problem, 5.0, solver=CpSatSolver(placement_worth=1.0))
+    plan = plan_from_solution(problem, solution, "cpsat")
+    assert validate_plan(plan, snapshot, scheduler_name=SCHEDULER, protected=never) == []
+    assert solution.tiers[0].optimal
+    free = fill_greedily(problem, current_counts(problem))
+    without_moves = sum(free.values()) - sum(current_counts(problem).values())
+    a, b = price_of(1.0) or (0, 1)
+    assert b * len(plan.moves) <= a * (len(plan.placements) - without_moves)
+    assert plan.evictions == ()
+    # The price is what makes the difference: unpriced plans move more for each pod.
+    assert len(plan.moves) < len(unpriced.moves)
+    assert len(plan.placements) >= without_moves
+
+
+def test_a_price_is_rounded_down_to_tenths_and_ties_go_to_the_placement() -> None:
+    assert price_of(0.0) is None
+    assert price_of(1.0) == (3, 2)  # 1.5 units: a placement for one move, not for two
+    assert price_of(2.0) == (5, 2)
+    assert price_of(1.55) == (7, 4)  # 1.5, rounded down, then just above
+    with pytest.raises(ValueError, match="placement_worth"):
+        CpSatSolver(placement_worth=-1.0)
 
 
 class _StallingSearch:
