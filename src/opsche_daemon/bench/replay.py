@@ -15,9 +15,10 @@ import resource
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from opsche_daemon.localcluster.cluster import ClusterSpec, LocalCluster
 from opsche_daemon.localcluster.daemon_process import start_opsche
@@ -26,7 +27,13 @@ from opsche_daemon.localcluster.versions import load_versions
 from opsche_daemon.replay.replayer import Printer, ReplayOptions
 from opsche_daemon.replay.run import replay_to_file
 from opsche_daemon.trace.model import Trace, read_trace
-from opsche_daemon.trace.result import ReplayResult, ResultFileError, SchedulerRun, read_result
+from opsche_daemon.trace.result import (
+    RESULT_SUFFIXES,
+    ReplayResult,
+    ResultFileError,
+    SchedulerRun,
+    read_result,
+)
 
 __all__ = [
     "BASELINE",
@@ -34,6 +41,7 @@ __all__ = [
     "GridError",
     "GridRun",
     "check_resumable",
+    "existing_result",
     "parse_scheduler",
     "plan_grid",
     "result_path",
@@ -103,8 +111,21 @@ class GridRun:
 
 
 def result_path(out_dir: Path, trace_path: Path, label: str) -> Path:
-    """Where a run's result goes: one file per (trace, configuration)."""
-    return out_dir / f"{trace_path.stem}__{label}.json"
+    """Where a run's result goes: one compressed file per (trace, configuration)."""
+    return out_dir / f"{trace_path.stem}__{label}{RESULT_SUFFIXES[0]}"
+
+
+def existing_result(out_dir: Path, trace_path: Path, label: str) -> Path | None:
+    """The run's finished result, compressed or (as written before compression) plain JSON.
+
+    Results committed as ``.json`` by earlier grids resume as they are, so a directory may hold
+    both kinds; a run is done when either exists.
+    """
+    for suffix in RESULT_SUFFIXES:
+        path = out_dir / f"{trace_path.stem}__{label}{suffix}"
+        if path.exists():
+            return path
+    return None
 
 
 def plan_grid(
@@ -187,10 +208,11 @@ def _run_one(
             )
             if daemon is not None and daemon.process.poll() is not None:
                 # A run whose scheduler died is not a result: keep it aside, never resume past it.
-                output.replace(output.with_suffix(".failed"))
+                failed = output.with_name(f"{stem}.failed")
+                output.replace(failed)
                 raise GridError(
                     f"opsche exited with {daemon.process.returncode} during the replay; "
-                    f"see {logs / f'{stem}.opsche.log'} (result kept as {output.name[:-5]}.failed)"
+                    f"see {logs / f'{stem}.opsche.log'} (result kept as {failed.name})"
                 )
         finally:
             try:
@@ -233,16 +255,19 @@ def check_resumable(
     traces: dict[Path, Trace],
     backend: str = "cluster",
     solver_time: str | None = None,
+    settings: Callable[[GridRun], Mapping[str, Any]] | None = None,
 ) -> None:
     """Refuse to resume into results made with another time scale, duration, backend or solver time.
 
     A result is skipped on resume because its file exists; a quick look at ``--time-scale 10``
     (or a virtual-time run) in the same directory would otherwise stand in for the real run, and
-    the report would mix them.
+    the report would mix them. With ``settings`` (what opsche would decide with, per run, as
+    ``config.decision_settings`` gives it), a result must also have recorded the same settings:
+    a changed default would otherwise be averaged with the old one.
     """
     for run in runs:
-        path = result_path(out_dir, run.trace_path, run.scheduler.label)
-        if not path.exists():
+        path = existing_result(out_dir, run.trace_path, run.scheduler.label)
+        if path is None:
             continue
         try:
             done = read_result(path)
@@ -267,6 +292,25 @@ def check_resumable(
                 f"this grid asks for {options.time_scale:g} and "
                 f"{options.real_duration(trace):g} s: use another --out"
             )
+        if settings is not None:
+            problem = _settings_problem(done.environment.get("settings"), settings(run))
+            if problem is not None:
+                raise GridError(f"{path} {problem}: use another --out")
+
+
+def _settings_problem(recorded: object, expected: Mapping[str, Any]) -> str | None:
+    """How a result's recorded settings differ from this grid's, or None if they do not."""
+    if not isinstance(recorded, Mapping):
+        return "does not record the settings it was made with (it predates that record)"
+    for key in sorted(set(recorded) | set(expected)):
+        there, here = recorded.get(key), expected.get(key)
+        if isinstance(there, Mapping) and isinstance(here, Mapping):
+            inner = _settings_problem(there, here)
+            if inner is not None:
+                return inner.replace("setting ", f"setting {key}.", 1)
+        elif there != here:
+            return f"was made with setting {key} = {there!r}; this grid has {here!r}"
+    return None
 
 
 def run_grid(
@@ -280,7 +324,7 @@ def run_grid(
     out_dir.mkdir(parents=True, exist_ok=True)
     traces = {path: read_trace(path) for path in {r.trace_path for r in runs}}  # each read once
     check_resumable(runs, out_dir, options, traces)
-    todo = [r for r in runs if not result_path(out_dir, r.trace_path, r.scheduler.label).exists()]
+    todo = [r for r in runs if existing_result(out_dir, r.trace_path, r.scheduler.label) is None]
     skipped = len(runs) - len(todo)
     if skipped:
         out(f"{skipped} of {len(runs)} runs already have results in {out_dir}; skipping them")

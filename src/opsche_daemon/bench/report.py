@@ -19,7 +19,6 @@ Only result files are read, so a report can be redone or extended without replay
 from __future__ import annotations
 
 import csv
-import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -33,6 +32,8 @@ from opsche_daemon.trace.result import (
     DeletionCause,
     ReplayResult,
     ResultFileError,
+    is_result_name,
+    read_result_json,
     result_from_json,
 )
 
@@ -174,22 +175,22 @@ def _header_problem(header: dict[str, Any]) -> str | None:
 def load_results(directory: Path) -> list[ReplayResult]:
     """Every replay result under ``directory`` (recursively), in path order.
 
-    ``*.json`` files are read; temporary files of a run still writing (``*.tmp``) are not, and
-    trace files (which may sit beside their results) are skipped. Anything else that is not a
-    well-formed result is a ``ReportError`` naming the file: a report that quietly left a run
-    out would shift a mean without saying so.
+    ``*.json`` and ``*.json.gz`` files are read; temporary files of a run still writing
+    (``*.tmp``) are not, and trace files (which may sit beside their results) are skipped.
+    Anything else that is not a well-formed result is a ``ReportError`` naming the file: a report
+    that quietly left a run out would shift a mean without saying so.
     """
     if not directory.is_dir():
         raise ReportError(f"{directory}: no such directory")
     results = []
-    for path in sorted(directory.rglob("*.json")):
+    for path in sorted(p for p in directory.rglob("*.json*") if is_result_name(p.name)):
         if not path.is_file():
             continue
         try:
-            data = json.loads(path.read_text())
+            data = read_result_json(path)
         except OSError as exc:
             raise ReportError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except ValueError as exc:
             raise ReportError(f"{path}: not JSON: {exc}") from None
         if isinstance(data, dict) and data.get("format") == TRACE_FORMAT:
             continue

@@ -18,10 +18,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-from opsche_daemon.bench.replay import BASELINE, GridRun, check_resumable, result_path
+from opsche_daemon.bench.replay import (
+    BASELINE,
+    GridRun,
+    check_resumable,
+    existing_result,
+    result_path,
+)
 from opsche_daemon.bench.report import disruptions_per_placed
-from opsche_daemon.config import SchedulerConfig, Trigger, load_config
+from opsche_daemon.config import SchedulerConfig, Trigger, decision_settings, load_config
 from opsche_daemon.replay.driver import Printer, ReplayOptions
 from opsche_daemon.simulation.opsche import SolverTime
 from opsche_daemon.trace.model import read_trace
@@ -122,8 +129,21 @@ def run_virtual_grid(
     """Run every run whose result is missing, ``jobs`` at a time; return (ran, skipped)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     traces = {path: read_trace(path) for path in {r.trace_path for r in runs}}
-    check_resumable(runs, out_dir, options, traces, backend="virtual", solver_time=solver_time)
-    todo = [r for r in runs if not result_path(out_dir, r.trace_path, r.scheduler.label).exists()]
+    base = load_config(opsche_config)
+
+    def settings(run: GridRun) -> dict[str, Any]:
+        return decision_settings(virtual_config(virtual_scheduler(run.scheduler), base))
+
+    check_resumable(
+        runs,
+        out_dir,
+        options,
+        traces,
+        backend="virtual",
+        solver_time=solver_time,
+        settings=settings,
+    )
+    todo = [r for r in runs if existing_result(out_dir, r.trace_path, r.scheduler.label) is None]
     skipped = len(runs) - len(todo)
     if skipped:
         out(f"{skipped} of {len(runs)} runs already have results in {out_dir}; skipping them")

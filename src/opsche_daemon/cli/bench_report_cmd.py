@@ -27,7 +27,9 @@ def add_report_parser(sub: Any) -> None:
             "report mean ± std per setting; writes report.md, report.csv and figure.png."
         ),
     )
-    report.add_argument("directory", type=Path, metavar="DIR", help="replay result files (*.json)")
+    report.add_argument(
+        "directory", type=Path, metavar="DIR", help="replay result files (*.json, *.json.gz)"
+    )
     report.add_argument(
         "-o",
         "--output",
@@ -62,7 +64,7 @@ def _report(args: argparse.Namespace) -> int:
     except ReportError as exc:
         raise UserError(str(exc)) from None
     if not results:
-        raise UserError(f"{directory}: no replay result files (*.json) found")
+        raise UserError(f"{directory}: no replay result files (*.json, *.json.gz) found")
     report = build_report(results)
     paper = None
     if args.paper:

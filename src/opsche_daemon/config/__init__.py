@@ -49,7 +49,7 @@ plugin arguments are checked by ``opsche_daemon.framework.registry.profile_probl
 from __future__ import annotations
 
 from opsche_daemon.config.check import check_config
-from opsche_daemon.config.describe import defaults_yaml
+from opsche_daemon.config.describe import decision_settings, defaults_yaml
 from opsche_daemon.config.errors import ConfigError
 from opsche_daemon.config.extenders import ExtenderSettings, ExtenderTLS
 from opsche_daemon.config.loader import load_config, parse_config, read_config
@@ -84,6 +84,7 @@ __all__ = [
     "SolverKind",
     "Trigger",
     "check_config",
+    "decision_settings",
     "defaults_yaml",
     "load_config",
     "parse_config",

@@ -8,6 +8,7 @@ every timing the daemon uses.
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from collections.abc import Mapping
 from enum import StrEnum
@@ -18,7 +19,7 @@ import yaml
 from opsche_daemon.config.schema import Setting, settings_of
 from opsche_daemon.config.settings import SchedulerConfig
 
-__all__ = ["defaults_yaml"]
+__all__ = ["decision_settings", "defaults_yaml"]
 
 _WIDTH = 100
 _HEADER = """\
@@ -39,6 +40,39 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, float) and value.is_integer():
         return int(value)  # seconds read as floats; the file may write them as integers
+    return value
+
+
+def decision_settings(config: SchedulerConfig) -> dict[str, Any]:
+    """The settings that change what opsche decides, as plain JSON values.
+
+    Recorded in every virtual replay's result (``environment.settings``), so a grid resumed
+    after a default changed (``optimiser.solveStallSeconds`` went from 0.3 to 0.1) refuses to
+    mix runs made under the old and the new one, instead of averaging them silently. Connection,
+    leader-election and metrics settings are left out: they change how opsche runs, not where
+    pods go.
+    """
+    parts = {
+        "queue": config.queue,
+        "preemption": config.preemption,
+        "profile": config.profile,
+        "optimiser": config.optimiser,
+        "percentage_of_nodes_to_score": config.percentage_of_nodes_to_score,
+        "extenders": config.extenders,
+    }
+    return {key: _json_plain(value) for key, value in parts.items()}
+
+
+def _json_plain(value: Any) -> Any:
+    """``value`` as JSON reads it back: enums as strings, tuples as lists, floats as floats."""
+    if isinstance(value, StrEnum):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _json_plain(dataclasses.asdict(value))
+    if isinstance(value, tuple | list):
+        return [_json_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _json_plain(v) for k, v in value.items()}
     return value
 
 

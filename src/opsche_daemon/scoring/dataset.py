@@ -22,7 +22,6 @@ training and test sets are split by trace (or by time), never by rows of one tra
 from __future__ import annotations
 
 import csv
-import json
 import random
 import re
 from collections import Counter
@@ -33,6 +32,7 @@ from typing import Any
 
 from opsche_daemon.scoring.features import Candidate, PodDemand
 from opsche_daemon.trace.model import TraceFileError, read_trace
+from opsche_daemon.trace.result import read_result_json
 
 __all__ = [
     "NEGATIVE_LABEL",
@@ -193,7 +193,7 @@ def _node_names(seen: Iterable[str], count: int) -> list[str]:
 def decisions_from_replay(path: Path) -> list[Decision]:
     """The decisions of one replay under the real kube-scheduler (virtual replays refused)."""
     try:
-        result = json.loads(path.read_text())
+        result = read_result_json(path)  # .json, or .json.gz as the benchmarks write
     except (OSError, ValueError) as exc:
         raise DatasetError(f"{path}: cannot read a replay result: {exc}") from None
     if not isinstance(result, dict) or result.get("format") != "opsche-replay/v1":

@@ -26,7 +26,7 @@ from typing import Any
 
 import looptime
 
-from opsche_daemon.config import SchedulerConfig
+from opsche_daemon.config import SchedulerConfig, decision_settings
 from opsche_daemon.replay.driver import Printer, ReplayError, ReplayOptions, drive
 from opsche_daemon.replay.replayer import replicaset_manifest
 from opsche_daemon.replay.run import source_commit, trace_info
@@ -86,6 +86,7 @@ async def replay_virtual(
     result.environment["bindings"] = api.bindings
     result.environment["solve_s"] = round(opsche.solve_seconds(), 3)
     result.environment["solver_time"] = solver_time
+    result.environment["settings"] = decision_settings(config)
     return result
 
 

@@ -32,6 +32,7 @@ from opsche_daemon.trace.result import (
     ReplayResult,
     SchedulerRun,
     Summary,
+    read_result,
     write_result,
 )
 
@@ -315,6 +316,38 @@ def test_load_results_reads_results_skips_tmp_and_traces(tmp_path: Path) -> None
     results = load_results(tmp_path)
     assert len(results) == 6
     assert {r.scheduler.label for r in results} == {KS, "periodic"}
+
+
+def test_load_results_reads_compressed_and_plain_results_alike(tmp_path: Path) -> None:
+    plain, packed = three_seeds()[:2], three_seeds()[2:]
+    write_all(tmp_path / "plain", plain)
+    (tmp_path / "packed").mkdir()
+    for i, r in enumerate(packed):
+        write_result(r, tmp_path / "packed" / f"{i:02d}.json.gz")
+    (tmp_path / "packed" / "half.json.gz.tmp").write_bytes(b"\x1f")  # a run still writing
+    results = load_results(tmp_path)
+    assert [r.summary for r in results] == [r.summary for r in packed + plain]
+
+
+def test_a_compressed_result_is_the_same_bytes_each_time_and_reads_back(tmp_path: Path) -> None:
+    """No time stamp in the gzip header: re-writing an unchanged result shows no diff."""
+    result = three_seeds()[0]
+    first, second = tmp_path / "a.json.gz", tmp_path / "b.json.gz"
+    write_result(result, first)
+    write_result(result, second)
+    assert first.read_bytes() == second.read_bytes()
+    assert first.read_bytes()[:2] == b"\x1f\x8b"  # gzip's magic number
+    assert first.read_bytes()[4:8] == bytes(4)  # and no modification time
+    assert read_result(first).to_json() == json.loads(json.dumps(result.to_json()))
+
+
+def test_a_corrupt_compressed_result_is_named(tmp_path: Path) -> None:
+    write_all(tmp_path, three_seeds())
+    bad = tmp_path / "zz-bad.json.gz"
+    bad.write_bytes(b"not gzip at all")
+    with pytest.raises(ReportError, match="not JSON: not gzip-compressed JSON") as info:
+        load_results(tmp_path)
+    assert str(bad) in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -69,7 +69,9 @@ def test_shards_partition_the_grid() -> None:
     shards = [plan_grid(traces, labels, (i, 4)) for i in range(1, 5)]
     indices = sorted(run.index for shard in shards for run in shard)
     assert indices == list(range(9))
-    assert result_path(Path("/out"), traces[0], "periodic") == Path("/out/trace-0__periodic.json")
+    assert result_path(Path("/out"), traces[0], "periodic") == Path(
+        "/out/trace-0__periodic.json.gz"
+    )
     with pytest.raises(GridError, match="shard"):
         plan_grid(traces, labels, (5, 4))
     with pytest.raises(GridError, match="same file name"):

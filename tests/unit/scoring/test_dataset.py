@@ -1,5 +1,6 @@
 """Decisions from placements: the sweep line's as-of occupancy, rivals, and both sources."""
 
+import gzip
 import json
 from pathlib import Path
 
@@ -74,6 +75,15 @@ def test_a_real_kube_scheduler_replay_becomes_decisions() -> None:
     assert {d.source for d in decisions} == {"n16-p1-iat8-15m-s1"}
     assert all(2 <= len(d.candidates) <= 4 for d in decisions)
     assert all(c.allocatable_cpu == 8.0 for d in decisions for c in d.candidates)
+
+
+def test_a_compressed_replay_gives_the_same_decisions(tmp_path: Path) -> None:
+    """Grids write ``.json.gz``; learning from them must read what they wrote."""
+    source = REPO / "docs/evaluation/real-16n-15m"
+    result = source / "n16-p1-iat8-15m-s1__kube-scheduler.json"
+    packed = tmp_path / (result.name + ".gz")
+    packed.write_bytes(gzip.compress(result.read_bytes()))
+    assert decisions_from_replay(packed) == decisions_from_replay(result)
 
 
 def test_a_virtual_replay_is_refused(tmp_path: Path) -> None:

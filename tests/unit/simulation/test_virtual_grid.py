@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import signal
 import subprocess
 import sys
@@ -13,12 +15,13 @@ import pytest
 from opsche_daemon.bench.replay import (
     GridError,
     check_resumable,
+    existing_result,
     parse_scheduler,
     plan_grid,
     result_path,
 )
 from opsche_daemon.bench.virtual_grid import run_virtual_grid, virtual_config, virtual_scheduler
-from opsche_daemon.config import SchedulerConfig, Trigger
+from opsche_daemon.config import SchedulerConfig, Trigger, decision_settings
 from opsche_daemon.replay.driver import ReplayOptions
 from opsche_daemon.trace.model import read_trace
 from opsche_daemon.trace.result import SchedulerRun, read_result
@@ -77,6 +80,35 @@ def test_a_small_grid_runs_in_parallel_and_resumes(tmp_path: Path) -> None:
         check_resumable(runs, tmp_path, options, {traces[0]: read_trace(traces[0])})
     with pytest.raises(GridError, match="charged solves their real time"):
         run_virtual_grid(runs, tmp_path, options, jobs=1, out=lines.append, solver_time="limit")
+    # Each result records what opsche decided with; a grid under other settings is refused.
+    assert opsche.environment["settings"] == decision_settings(
+        virtual_config(virtual_scheduler(runs[1].scheduler), SchedulerConfig())
+    )
+    slower = tmp_path / "stall.yaml"
+    slower.write_text("optimiser:\n  solveStallSeconds: 0.3\n")
+    with pytest.raises(GridError, match=r"optimiser.solve_stall_s = 0.1; this grid has 0.3"):
+        run_virtual_grid(runs, tmp_path, options, slower, jobs=1, out=lines.append)
+
+
+def test_plain_json_results_resume_and_results_without_settings_are_refused(
+    tmp_path: Path,
+) -> None:
+    """Grids committed before compression resume as they are; their settings must be known."""
+    traces = [TRACES / "n4-p1-iat8-15min-seed1.json"]
+    runs = plan_grid(traces, ["kube-scheduler"])
+    options = ReplayOptions(scheduler=SchedulerRun("", ""), duration_s=60.0)
+    assert run_virtual_grid(runs, tmp_path, options, jobs=1, out=lambda _: None) == (1, 0)
+    packed = result_path(tmp_path, traces[0], "kube-scheduler")
+    plain = packed.with_name(packed.name.removesuffix(".gz"))
+    plain.write_bytes(gzip.decompress(packed.read_bytes()))
+    packed.unlink()
+    assert existing_result(tmp_path, traces[0], "kube-scheduler") == plain
+    assert run_virtual_grid(runs, tmp_path, options, jobs=1, out=lambda _: None) == (0, 1)
+    data = json.loads(plain.read_text())
+    del data["environment"]["settings"]
+    plain.write_text(json.dumps(data))
+    with pytest.raises(GridError, match="does not record the settings it was made with"):
+        run_virtual_grid(runs, tmp_path, options, jobs=1, out=lambda _: None)
 
 
 def test_sigterm_stops_a_running_grid_at_once_and_leaves_no_result(tmp_path: Path) -> None:
@@ -101,7 +133,7 @@ def test_sigterm_stops_a_running_grid_at_once_and_leaves_no_result(tmp_path: Pat
         took = time.monotonic() - started
     assert took < 15, f"the grid took {took:.1f}s to stop"
     assert [pid for pid in workers if _alive(pid)] == []
-    assert list(out.glob("*.json")) == []
+    assert [*out.glob("*.json"), *out.glob("*.json.gz")] == []
 
 
 def _workers(parent: int, within: float) -> list[int]:
