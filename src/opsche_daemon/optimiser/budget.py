@@ -7,6 +7,10 @@ coefficients: ``denominator * disruptions <= numerator * pods placed + credit``.
 The credit (``optimiser.budgetAcrossPlans``) is what earlier plans left unused, in
 ``1/denominator`` disruptions: the goal is a ratio over a whole run, and a budget per plan that
 rounds down lets a plan placing one pod disrupt only one, however cheap the plans before it were.
+
+The price on disruption (``optimiser.placementWorthMoves``, ``cpsat.price_of``) judges a whole
+solution by the same count (``tally``): a warm start worth less under the price than the cluster
+as it is must not become the answer just because the search stopped before improving on it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import NamedTuple
 
 from opsche_daemon.optimiser.problem import Problem
 
-__all__ = ["Budget", "budget_of", "within_budget"]
+__all__ = ["Budget", "Tally", "budget_of", "tally", "within_budget", "worth_its_price"]
 
 
 class Budget(NamedTuple):
@@ -46,14 +50,48 @@ def budget_of(disruptions_per_placement: float, credit: float = 0.0) -> Budget |
     return Budget(ratio.numerator, ratio.denominator, units)
 
 
-def within_budget(problem: Problem, counts: Mapping[tuple[int, int], int], budget: Budget) -> bool:
-    """Whether ``counts`` move or evict at most r running pods per pending pod they place."""
+class Tally(NamedTuple):
+    """What a solution does to the cluster as it is, counted as the model counts it."""
+
+    disrupted: int  # running pods moved or evicted
+    placed: int  # pending pods placed (beyond each group's running members)
+    shortfall: int  # disruption score lost: 1 a move, 2 an eviction that leaves its pod pending
+
+
+def tally(problem: Problem, counts: Mapping[tuple[int, int], int]) -> Tally:
+    """Count ``counts`` against the cluster: ``kept + stay`` per group is the disruption score.
+
+    ``stay`` is the running members left where they are, ``kept`` the members running anywhere
+    (``min(placed, running)``, as ``plan_from_solution`` counts them), so a running member not
+    staying costs 1 and one not kept (evicted, left pending) 1 more.
+    """
     placed = [0] * len(problem.groups)
     for (g, _), value in counts.items():
         placed[g] += value
-    disrupted = newly = 0
+    disrupted = newly = shortfall = 0
     for group in problem.groups:
         stay = sum(min(counts.get((group.index, n), 0), group.current(n)) for n in group.running)
+        kept = min(placed[group.index], group.running_count)
         disrupted += group.running_count - stay
-        newly += placed[group.index] - min(placed[group.index], group.running_count)
-    return budget.allows(disrupted, newly)
+        newly += placed[group.index] - kept
+        shortfall += (group.running_count - stay) + (group.running_count - kept)
+    return Tally(disrupted, newly, shortfall)
+
+
+def within_budget(problem: Problem, counts: Mapping[tuple[int, int], int], budget: Budget) -> bool:
+    """Whether ``counts`` move or evict at most r running pods per pending pod they place."""
+    count = tally(problem, counts)
+    return budget.allows(count.disrupted, count.placed)
+
+
+def worth_its_price(
+    problem: Problem, counts: Mapping[tuple[int, int], int], price: tuple[int, int]
+) -> bool:
+    """Whether ``counts`` is worth at least the cluster as it is under the price ``a / b``.
+
+    The priced objective is ``a * placed + b * score``; the cluster as it is places nothing and
+    loses no score, so a solution is worth making when ``a * placed >= b * shortfall``.
+    """
+    a, b = price
+    count = tally(problem, counts)
+    return a * count.placed >= b * count.shortfall

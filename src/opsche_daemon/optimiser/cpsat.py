@@ -45,7 +45,8 @@ placed. The lexicographic order stays: placements first, then disruption, within
 warm start over budget is replaced by the cluster as it is (no disruption), which is always within.
 
 A price on disruption (``placement_worth`` p > 0, ``optimiser.placementWorthMoves``) replaces the
-fold of phase 1 for every tier: ``a * (W' * K_t + P_t) + b * D`` with ``a / b`` just above p and
+fold of phase 1 for every tier: ``a * (W' * K_t + P_t) + b * D`` with ``a / b`` half a tenth above p
+(rounded down to tenths) and
 ``D`` the disruption score of all running pods (every tier's ``kept + stay``), so a plan places
 a pending pod only where that costs at most p moves at the margin (a move costs 1, an eviction
 that leaves its pod pending 2). ``W'`` keeps a running pod of the tier above any number of
@@ -53,7 +54,9 @@ placements and moves, as ``W`` does. The paper's order ranks one more higher-tie
 number of moves; measured on the grid, the closer CP-SAT gets to that optimum, the more a plan
 disrupts per pod it places (``docs/evaluation.md``, "Longer solves disrupt more"): a price is
 where a plan stops paying for one more pod. Phase 1 then no longer proves phase 2, and its bound
-no longer bounds the pods placeable.
+no longer bounds the pods placeable. A warm start worth less under the price than the cluster as
+it is (``budget.worth_its_price``) is replaced by it: the search may stop (the stall stop, the
+deadline) before improving on its first solution, which would then be the answer.
 
 Hints: before each phase the best solution so far, completed (``_Repair``): presolve drops the
 groups outside the objective, and a stopped search leaves needless moves, so running members go
@@ -91,7 +94,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from opsche_daemon.model.plan import PlanStatus, TierResult
-from opsche_daemon.optimiser.budget import Budget, budget_of, within_budget
+from opsche_daemon.optimiser.budget import Budget, budget_of, within_budget, worth_its_price
 from opsche_daemon.optimiser.problem import Group, Problem, Solution, current_counts
 
 __all__ = ["CpSatSolver", "HintProvider", "price_of"]
@@ -477,15 +480,17 @@ def _build_model(layout: _Layout, budget: Budget | None = None) -> cp_model.CpMo
 
 
 def price_of(placement_worth: float) -> tuple[int, int] | None:
-    """``(a, b)`` with ``a / b`` just above ``placement_worth`` (tenths), or None for no price.
+    """``(a, b)``: ``placement_worth`` rounded down to tenths, plus half a tenth; None for no price.
 
-    Just above, so that a placement costing exactly p moves is made: ``a = 2 * num + 1`` and
-    ``b = 2 * den`` for p = num / den.
+    Just above, so that a placement costing exactly p moves is made, and by the same margin for
+    every p: ``a / b = (2 * tenths + 1) / 20``, reduced. (Reducing p first and then adding half of
+    its own unit made p = 1 mean 1.5 moves and p = 1.1 mean 1.15.)
     """
     if placement_worth <= 0:
         return None
-    ratio = Fraction(math.floor(placement_worth * 10 + 1e-9), 10)
-    return 2 * ratio.numerator + 1, 2 * ratio.denominator
+    tenths = math.floor(placement_worth * 10 + 1e-9)
+    ratio = Fraction(2 * tenths + 1, 20)
+    return ratio.numerator, ratio.denominator
 
 
 def _at_least(model: cp_model.CpModel, variables: Sequence[int], value: int) -> None:
@@ -853,8 +858,10 @@ class CpSatSolver:
     def _warm_start(self, problem: Problem, bounds: _Bounds) -> Counts:
         if self.hint is not None:
             given = {k: int(v) for k, v in self.hint(problem).items() if v}
-            if bounds.admits(problem, given) and (
-                self.budget is None or within_budget(problem, given, self.budget)
+            if (
+                bounds.admits(problem, given)
+                and (self.budget is None or within_budget(problem, given, self.budget))
+                and (self.price is None or worth_its_price(problem, given, self.price))
             ):
                 return given
         return current_counts(problem)

@@ -592,11 +592,44 @@ def test_a_priced_plan_pays_at_most_its_worth_for_what_it_adds_to_a_plan_without
 
 def test_a_price_is_rounded_down_to_tenths_and_ties_go_to_the_placement() -> None:
     assert price_of(0.0) is None
-    assert price_of(1.0) == (3, 2)  # 1.5 units: a placement for one move, not for two
-    assert price_of(2.0) == (5, 2)
-    assert price_of(1.55) == (7, 4)  # 1.5, rounded down, then just above
+    assert price_of(1.0) == (21, 20)  # 1.05 units: a placement for one move, not for two
+    assert price_of(2.0) == (41, 20)
+    assert price_of(1.55) == (31, 20)  # 1.5, rounded down, then just above
+    assert price_of(0.5) == (11, 20)
     with pytest.raises(ValueError, match="placement_worth"):
         CpSatSolver(placement_worth=-1.0)
+
+
+def test_a_price_is_half_a_tenth_above_its_tenths_and_grows_with_the_worth() -> None:
+    """The margin must not grow with p: p = 1 used to mean 1.5 moves, and p = 1.1 mean 1.15."""
+    prices = []
+    for tenths in range(1, 60):
+        a, b = price_of(tenths / 10) or (0, 1)
+        assert a / b == pytest.approx(tenths / 10 + 0.05)
+        prices.append(a / b)
+    assert prices == sorted(set(prices))
+
+
+@pytest.mark.parametrize(("worth", "moves"), [(1.0, 0), (2.0, 2)])
+def test_a_warm_start_the_price_says_is_not_worth_making_is_not_the_answer(
+    worth: float, moves: int
+) -> None:
+    """A search stopped before it improves on its hint answers the hint: it must be worth it.
+
+    Two moves for one pod is worth a price of 2, not of 1; cancelled before any phase runs, the
+    solver answers its warm start, which is the hint only where the price says it is worth it.
+    """
+    snapshot = _two_moves_for_one_pod()
+    problem = problem_of(snapshot)
+    unpriced = solve(problem)
+    assert len(plan_from_solution(problem, unpriced, "cpsat").moves) == 2
+    cancelled = threading.Event()
+    cancelled.set()
+    solver = CpSatSolver(hint=lambda _: dict(unpriced.counts), placement_worth=worth)
+    plan = plan_from_solution(problem, solver.solve(problem, time.monotonic() + 5, cancelled), "x")
+    assert validate_plan(plan, snapshot, scheduler_name=SCHEDULER, protected=never) == []
+    assert len(plan.moves) == moves
+    assert len(plan.placements) == moves // 2
 
 
 class _StallingSearch:
