@@ -84,11 +84,6 @@ def log_lines(daemon: DaemonProcess) -> list[dict[str, object]]:
     return lines
 
 
-def identity(daemon: DaemonProcess) -> str:
-    [line] = [x for x in log_lines(daemon) if x.get("event") == "waiting to lead"]
-    return str(line["identity"])
-
-
 def scheduled(daemon: DaemonProcess) -> list[str]:
     return [str(x["pod"]) for x in log_lines(daemon) if x.get("event") == "pod scheduled"]
 
@@ -105,6 +100,14 @@ async def wait_for_log(
         if time.monotonic() > deadline:
             raise AssertionError(f"no {event!r} in the log within {within}s:\n{daemon.log_tail()}")
         await asyncio.sleep(0.05)
+
+
+async def identity(daemon: DaemonProcess) -> str:
+    """The replica's Lease identity, from its log once it has said it (after /readyz, not before:
+    reading the log at once failed a fresh-clone ``make test``)."""
+    await wait_for_log(daemon, "waiting to lead")
+    [line] = [x for x in log_lines(daemon) if x.get("event") == "waiting to lead"]
+    return str(line["identity"])
 
 
 async def wait_for_holder(
@@ -148,7 +151,7 @@ async def test_failover_after_kill_and_hand_over_on_sigterm(
 ) -> None:
     core = client.CoreV1Api(api)
     a = replicas.start("a")
-    await wait_for_holder(api, namespace, identity(a))
+    await wait_for_holder(api, namespace, await identity(a))
     b = replicas.start("b")  # ready as a follower: its cache synced, it waits for the Lease
 
     # A stream of pod creations; the leader dies (kill -9) in the middle of it.
@@ -163,7 +166,9 @@ async def test_failover_after_kill_and_hand_over_on_sigterm(
     await wait_for_pods(api, namespace, lambda pods: len(pods) >= 8, what="8 pods created")
     a.process.kill()
     killed = time.monotonic()
-    took_over = await wait_for_holder(api, namespace, identity(b), within=LEASE_S + RETRY_S + 10)
+    took_over = await wait_for_holder(
+        api, namespace, await identity(b), within=LEASE_S + RETRY_S + 10
+    )
     failover = took_over - killed
     await creating
     await wait_for_pods(api, namespace, all_bound(total), what=f"{total} pods bound")
@@ -175,10 +180,10 @@ async def test_failover_after_kill_and_hand_over_on_sigterm(
 
     # SIGTERM: the leader releases the Lease on its way out, the follower takes it at once.
     c = replicas.start("c")
-    await wait_for_log(c, "lease holder changed", holder=identity(b))  # a warm follower
+    await wait_for_log(c, "lease holder changed", holder=await identity(b))  # a warm follower
     terminated = time.monotonic()
     b.process.terminate()
-    handed = await wait_for_holder(api, namespace, identity(c), within=10)
+    handed = await wait_for_holder(api, namespace, await identity(c), within=10)
     hand_over = handed - terminated
     print(f"hand-over on SIGTERM: {hand_over:.2f}s")
     assert b.process.wait(timeout=10) == 0, b.log_tail()
@@ -194,7 +199,7 @@ async def test_a_leader_that_loses_its_lease_stops_writing_at_once_and_exits(
 ) -> None:
     coordination, core = client.CoordinationV1Api(api), client.CoreV1Api(api)
     a = replicas.start("a")
-    await wait_for_holder(api, namespace, identity(a))
+    await wait_for_holder(api, namespace, await identity(a))
     # Someone else takes the Lease (an operator, or a partition that made it expire). The
     # leader renews every retry period, so a takeover between its renewals may meet a 409
     # Conflict: read and replace again, as any client of an optimistic-concurrency API does.
@@ -221,7 +226,7 @@ async def test_a_leader_that_loses_its_lease_stops_writing_at_once_and_exits(
     assert [p.spec.node_name for p in pods.items] == [None]
     # A new replica takes the Lease once the impostor's lapses, and binds the pod.
     b = replicas.start("b")
-    await wait_for_holder(api, namespace, identity(b), within=LEASE_S + RETRY_S + 10)
+    await wait_for_holder(api, namespace, await identity(b), within=LEASE_S + RETRY_S + 10)
     await wait_for_pods(api, namespace, all_bound(1), what="the pod bound by the new leader")
     # The log line follows the bind's answer: wait for it rather than race it.
     await wait_for_log(b, "pod scheduled", pod=f"{namespace}/orphan")
