@@ -63,7 +63,7 @@ class GridSpec:
 
 
 def schedulers_of(part: str) -> tuple[str, ...]:
-    """The configuration labels of ``part`` (``figure3`` or ``all``)."""
+    """The configuration labels of ``part`` (``figure3``, ``tables`` or ``all``)."""
     try:
         return PARTS[part]
     except KeyError:
