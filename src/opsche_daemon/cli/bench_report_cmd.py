@@ -1,7 +1,8 @@
 """``opsche bench report DIR``: the paper's paired tables and Figure 3 from replay result files.
 
 Reads only result files (no cluster, no replay), so it is cheap to rerun after adding seeds or
-configurations. The Markdown goes to stdout and, with the long-form CSV and the figure, into the
+configurations. The Markdown (the paper's tables, then every configuration's means across
+settings, ``bench.across``) goes to stdout and, with the long-form CSV and the figure, into the
 output directory. The report module and matplotlib are imported only when the command runs.
 """
 
@@ -48,6 +49,10 @@ def add_report_parser(sub: Any) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from opsche_daemon.bench.across import (  # noqa: PLC0415 - on demand, as below
+        across_settings,
+        format_across,
+    )
     from opsche_daemon.bench.report import (  # noqa: PLC0415 - matplotlib and numpy on demand
         ReportError,
         build_report,
@@ -71,7 +76,7 @@ def _report(args: argparse.Namespace) -> int:
         from opsche_daemon.bench.paper import load_paper  # noqa: PLC0415
 
         paper = load_paper()
-    markdown = format_markdown(report, paper)
+    markdown = format_markdown(report, paper) + format_across(across_settings(report.pairs))
     try:
         output.mkdir(parents=True, exist_ok=True)
         (output / "report.md").write_text(markdown)

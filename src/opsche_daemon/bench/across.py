@@ -1,0 +1,230 @@
+"""Means across settings: every opsche configuration side by side, over the same traces.
+
+The paper's tables answer "how does a variant do in this setting". An ablation asks another
+question: does blocking disrupt less than non-blocking, does a shorter period buy usage? That
+needs one number per variant, over many settings, and a fair one: every row must draw on the same
+traces. A grid in progress breaks that by default, because its early variants have run on more
+(and other) traces than its late ones; a row over a variant's easy traces would beat a row over
+another's hard ones for no reason but the order the grid ran in. So a trace counts only if every
+configuration in the report was paired on it, and the report names the traces that leaves out.
+Where a number is missing on some of a table's traces (a run whose plans placed nothing has no
+disruptions per placed pod), its cell says over how many it is, as ``(n=…)``.
+
+Each seed gets its own table (seeds differ: a seed whose pods live longer is harder for every
+scheduler), and the seeds together get one more, a mean over all their traces, when more than one
+seed has such traces. Disruptions per placed pod are the mean of the per-trace ratios, as the
+per-setting tables and the goals table count them, so the numbers agree with the rest of the
+report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from opsche_daemon.bench.report import Pair, Stat, disruptions_per_placed, mean_std
+
+__all__ = ["Across", "AcrossRow", "AcrossTable", "across_settings", "format_across"]
+
+_DASH = "\u2013"  # an empty cell
+
+
+@dataclass(frozen=True)
+class AcrossRow:
+    """One configuration's means over a table's traces (``None``: no trace had the number)."""
+
+    label: str
+    usage_pp: Stat
+    share_one_priority_pct: Stat | None
+    share_more_priorities_pct: Stat | None
+    disruptions_per_placed: Stat | None
+    latency_p50_ms: Stat | None
+    latency_p95_s: Stat | None
+    solver_runs: Stat | None
+
+
+@dataclass(frozen=True)
+class AcrossTable:
+    """The rows of one seed (or of all seeds) and the traces they average."""
+
+    title: str
+    traces: tuple[str, ...]
+    one_priority: int
+    more_priorities: int
+    rows: tuple[AcrossRow, ...]
+
+
+@dataclass(frozen=True)
+class Across:
+    """The tables, and a line per group of traces left out of them (and why)."""
+
+    labels: tuple[str, ...]
+    tables: tuple[AcrossTable, ...]
+    left_out: tuple[str, ...]
+
+
+def _stat(values: Sequence[float | None]) -> Stat | None:
+    present = [v for v in values if v is not None]
+    return mean_std(present) if present else None
+
+
+def _minus(a: float | None, b: float | None, scale: float = 1.0) -> float | None:
+    return None if a is None or b is None else (a - b) / scale
+
+
+def _seed_text(seed: object) -> str:
+    return "unknown seed" if seed is None else f"seed {seed}"
+
+
+def _seed_order(seed: object) -> tuple[bool, float, str]:
+    """Seeds in numeric order (seed 10 after seed 2), unknown last."""
+    number = seed if isinstance(seed, int | float) and not isinstance(seed, bool) else math.inf
+    return (seed is None, float(number), str(seed))
+
+
+def _row(label: str, pairs: Sequence[Pair]) -> AcrossRow:
+    shares: dict[bool, list[float | None]] = {True: [], False: []}
+    for pair in pairs:
+        s = pair.run.summary
+        share = s.effective_usage / s.pooled_usage * 100.0 if s.pooled_usage > 0 else None
+        shares[pair.setting.priorities == 1].append(share)
+    usage = [
+        (p.run.summary.effective_usage - p.baseline.summary.effective_usage) * 100.0 for p in pairs
+    ]
+    return AcrossRow(
+        label=label,
+        usage_pp=mean_std(usage),
+        share_one_priority_pct=_stat(shares[True]),
+        share_more_priorities_pct=_stat(shares[False]),
+        disruptions_per_placed=_stat([disruptions_per_placed(p.run) for p in pairs]),
+        latency_p50_ms=_stat(
+            [_minus(p.run.summary.latency_p50_ms, p.baseline.summary.latency_p50_ms) for p in pairs]
+        ),
+        latency_p95_s=_stat(
+            [
+                _minus(p.run.summary.latency_p95_ms, p.baseline.summary.latency_p95_ms, 1000.0)
+                for p in pairs
+            ]
+        ),
+        solver_runs=_stat(
+            [None if (n := p.run.summary.solver_runs) is None else float(n) for p in pairs]
+        ),
+    )
+
+
+def _table(title: str, traces: Sequence[str], by_trace: dict[str, dict[str, Pair]]) -> AcrossTable:
+    labels = sorted({label for t in traces for label in by_trace[t]})
+    rows = tuple(_row(label, [by_trace[t][label] for t in traces]) for label in labels)
+    one = sum(1 for t in traces if next(iter(by_trace[t].values())).setting.priorities == 1)
+    return AcrossTable(title, tuple(traces), one, len(traces) - one, rows)
+
+
+def _trace_seed(pairs: Sequence[Pair]) -> tuple[object, str | None]:
+    """The trace's seed, or a reason to leave it out: its runs disagree on which seed it is."""
+    seeds = {
+        repr(r.trace.get("seed")): r.trace.get("seed") for p in pairs for r in (p.baseline, p.run)
+    }
+    if len(seeds) > 1:
+        return None, f"its runs disagree on the seed ({', '.join(sorted(seeds))})"
+    return next(iter(seeds.values())), None
+
+
+def across_settings(pairs: Sequence[Pair]) -> Across:
+    """Per seed (trace header ``seed``), the means over the traces every configuration ran.
+
+    A paired trace on which some configuration of the report has no pair is left out of every
+    table, as is one whose runs disagree on the seed; ``left_out`` says which and why, one line
+    per seed and reason. (Traces with no pair at all are the report's unpaired runs.)
+    """
+    labels = tuple(sorted({p.label for p in pairs}))
+    by_trace: dict[str, dict[str, Pair]] = {}
+    for pair in pairs:
+        by_trace.setdefault(pair.trace, {})[pair.label] = pair
+    seeds: dict[object, list[str]] = {}
+    left: dict[tuple[str, str], list[str]] = {}
+    for trace in sorted(by_trace):
+        runs = by_trace[trace]
+        seed, problem = _trace_seed(list(runs.values()))
+        where = "" if problem is not None else _seed_text(seed)
+        missing = [label for label in labels if label not in runs]
+        if problem is None and missing:
+            problem = (
+                f"{len(missing)} of {_plural(len(labels), 'configuration')} not paired "
+                f"({', '.join(missing)})"
+            )
+        if problem is None:
+            seeds.setdefault(seed, []).append(trace)
+        else:
+            left.setdefault((where, problem), []).append(trace)
+    order = sorted(seeds, key=_seed_order)
+    tables = [_table(_seed_text(seed), seeds[seed], by_trace) for seed in order]
+    if len(tables) > 1:
+        tables.append(_table("all seeds", [t for seed in order for t in seeds[seed]], by_trace))
+    left_out = tuple(
+        f"{where + ', ' if where else ''}{_plural(len(traces), 'trace')}: {problem}: "
+        f"{', '.join(traces)}"
+        for (where, problem), traces in left.items()
+    )
+    return Across(labels, tuple(tables), left_out)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _cell(stat: Stat | None, digits: int, of: int, *, signed: bool) -> str:
+    """The mean, with ``(n=…)`` when it is over fewer than the table's ``of`` traces."""
+    if stat is None:
+        return _DASH
+    value = round(stat.mean, digits)
+    value = 0.0 if value == 0 else value  # no "-0.00"
+    text = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    return text if stat.n == of else f"{text} (n={stat.n})"
+
+
+def format_across(across: Across) -> str:
+    """The Markdown section (empty without pairs): a table per seed, one over all, what is left."""
+    if not across.labels:
+        return ""
+    lines = [
+        "",
+        "## Across settings",
+        "",
+        "Each configuration's mean over every trace on which all "
+        f"{_plural(len(across.labels), 'configuration')} were paired, so every row of a table "
+        "draws on the same traces: Δ usage (percentage points) and Δ latency against the "
+        "baseline run of the same trace, usage as a share of the pooled bound (with one "
+        "priority and with more), plans' disruptions per placed pod (the mean of the per-trace "
+        "ratios) and solver runs. `(n=…)` marks a mean over fewer traces, where the others lack "
+        "the number. The last table, where there are several seeds, is the mean over all their "
+        "traces (each seed weighs as many traces as it has).",
+    ]
+    if not across.tables:
+        lines += ["", "No trace has a pair for every configuration yet."]
+    for table in across.tables:
+        n = len(table.traces)
+        lines += [
+            "",
+            f"### {table.title[0].upper()}{table.title[1:]}: {_plural(n, 'trace')} "
+            f"({table.one_priority} with one priority, {table.more_priorities} with more)",
+            "",
+            "| scheduler | Δ usage, points | usage / pooled %, one priority | "
+            "usage / pooled %, more priorities | disruptions per placed pod | Δ p50 ms | "
+            "Δ p95 s | solver runs |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r.label} | {_cell(r.usage_pp, 2, n, signed=True)} "
+            f"| {_cell(r.share_one_priority_pct, 2, table.one_priority, signed=False)} "
+            f"| {_cell(r.share_more_priorities_pct, 2, table.more_priorities, signed=False)} "
+            f"| {_cell(r.disruptions_per_placed, 2, n, signed=False)} "
+            f"| {_cell(r.latency_p50_ms, 0, n, signed=True)} "
+            f"| {_cell(r.latency_p95_s, 2, n, signed=True)} "
+            f"| {_cell(r.solver_runs, 0, n, signed=False)} |"
+            for r in table.rows
+        ]
+    if across.left_out:
+        lines += ["", "Left out of these tables:", ""]
+        lines += [f"- {line}" for line in across.left_out]
+    return "\n".join(lines) + "\n"
