@@ -34,7 +34,13 @@ from opsche_daemon.simulation.opsche import SolverTime
 from opsche_daemon.trace.model import read_trace
 from opsche_daemon.trace.result import SchedulerRun
 
-__all__ = ["default_jobs", "run_virtual_grid", "virtual_config", "virtual_scheduler"]
+__all__ = [
+    "default_jobs",
+    "run_virtual_grid",
+    "time_left",
+    "virtual_config",
+    "virtual_scheduler",
+]
 
 
 def default_jobs() -> int:
@@ -43,6 +49,18 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def time_left(took: Sequence[float], remaining: int, workers: int) -> float:
+    """Seconds the grid's remaining replays should take: their mean so far, ``workers`` at once.
+
+    Elapsed time over finished replays overstates it early on: when the first of ``workers``
+    concurrent replays ends, the others have run as long, so it is counted about ``workers``
+    times over (the first estimate of a two-job grid came out near twice the truth).
+    """
+    if not took or remaining <= 0:
+        return 0.0
+    return sum(took) / len(took) * remaining / max(1, workers)
 
 
 def virtual_scheduler(run: SchedulerRun) -> SchedulerRun:
@@ -150,8 +168,7 @@ def run_virtual_grid(
     workers = min(jobs or default_jobs(), max(1, len(todo)))
     if todo:
         out(f"{len(todo)} virtual replays, {workers} at a time")
-    started = time.monotonic()
-    done = 0
+    took_s: list[float] = []
     context = multiprocessing.get_context("spawn")  # no inherited threads or event loops
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
         futures = {
@@ -172,9 +189,9 @@ def run_virtual_grid(
             for future in concurrent.futures.as_completed(futures):
                 run = futures[future]
                 line, took = future.result()
-                done += 1
-                elapsed = time.monotonic() - started
-                left = elapsed / done * (len(todo) - done)
+                took_s.append(took)
+                done = len(took_s)
+                left = time_left(took_s, len(todo) - done, workers)
                 out(
                     f"[{done}/{len(todo)}] {run.trace_path.stem} under {run.scheduler.label}: "
                     f"{line} ({took:.0f}s; about {left / 60:.0f} min left)"

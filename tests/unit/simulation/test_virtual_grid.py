@@ -20,7 +20,12 @@ from opsche_daemon.bench.replay import (
     plan_grid,
     result_path,
 )
-from opsche_daemon.bench.virtual_grid import run_virtual_grid, virtual_config, virtual_scheduler
+from opsche_daemon.bench.virtual_grid import (
+    run_virtual_grid,
+    time_left,
+    virtual_config,
+    virtual_scheduler,
+)
 from opsche_daemon.config import SchedulerConfig, Trigger, decision_settings
 from opsche_daemon.replay.driver import ReplayOptions
 from opsche_daemon.trace.model import read_trace
@@ -55,6 +60,15 @@ def test_a_virtual_run_takes_its_labels_period_or_window() -> None:
     )
     assert config.optimiser.stable_window_s == 4.0
     assert config.optimiser.period_s == SchedulerConfig().optimiser.period_s
+
+
+def test_time_left_is_the_mean_replay_times_what_remains_shared_by_the_workers() -> None:
+    # The first of two concurrent 300 s replays ends at 300 s: elapsed time over finished runs
+    # would say 300 s per run and 10 runs x 300 s = 50 min; two at a time it is 25 min.
+    assert time_left([300.0], remaining=10, workers=2) == pytest.approx(1500.0)
+    assert time_left([100.0, 300.0], remaining=3, workers=1) == pytest.approx(600.0)
+    assert time_left([], remaining=10, workers=2) == 0.0
+    assert time_left([300.0], remaining=0, workers=2) == 0.0
 
 
 def test_a_small_grid_runs_in_parallel_and_resumes(tmp_path: Path) -> None:
