@@ -135,9 +135,20 @@ def test_one_seed_has_no_all_seeds_table_and_no_complete_trace_says_so() -> None
 def test_markdown_rows_are_signed_and_dashed_where_unknown() -> None:
     text = format_across(across_settings(paired_differences(grid()).pairs))
     assert "### Seed 1: 2 traces (1 with one priority, 1 with more)" in text
-    assert "| periodic | +4.00 | 97.89 | 94.44 | 1.75 | -40 | -0.04 | 20 |" in text
-    assert f"| blocking | +6.00 | 93.33 | {DASH} | 0.00 | -10 | -0.01 | {DASH} |" in text  # seed 2
+    assert "| periodic | +4.00 | 97.89 | 94.44 | 1.75 | 6 | 3 | -40 | -0.04 | 20 |" in text
+    assert f"| blocking | +6.00 | 93.33 | {DASH} | 0.00 | 0 | 1 | -10 | -0.01 | {DASH} |" in text
     assert "- seed 2, 1 trace: 1 of 2 configurations not paired (blocking): c-s2" in text
+
+
+def test_a_lower_ratio_from_more_placed_pods_shows_its_larger_evictions() -> None:
+    results = [
+        seeded(run("a-s1", KS, usage=0.90, latency=100.0, pooled=0.95), 1),
+        seeded(run("a-s1", "periodic", usage=0.93, latency=100.0), 1, **placed(10, 5)),
+        seeded(run("a-s1", "blocking", usage=0.93, latency=100.0), 1, **placed(15, 10)),
+    ]
+    text = format_across(across_settings(paired_differences(results).pairs))
+    assert "| blocking | +3.00 | 97.89 | " + DASH + " | 1.50 | 15 | 10 |" in text
+    assert "| periodic | +3.00 | 97.89 | " + DASH + " | 2.00 | 10 | 5 |" in text
 
 
 def test_the_cli_report_ends_with_the_section(
@@ -176,7 +187,9 @@ def test_a_number_missing_on_some_traces_says_over_how_many_it_is() -> None:
     (row,) = across.tables[0].rows
     assert row.disruptions_per_placed == Stat(1.5, None, 1)
     assert row.share_one_priority_pct == Stat(0.6 / 0.95 * 100, None, 1)
-    row_text = f"| periodic | +10.00 | 63.16 (n=1) | {DASH} | 1.50 (n=1) | +0 | +0.00 | {DASH} |"
+    row_text = (
+        f"| periodic | +10.00 | 63.16 (n=1) | {DASH} | 1.50 (n=1) | 2 | 1 | +0 | +0.00 | {DASH} |"
+    )
     assert row_text in format_across(across)
 
 
