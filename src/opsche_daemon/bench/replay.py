@@ -46,6 +46,7 @@ __all__ = [
     "plan_grid",
     "result_path",
     "run_grid",
+    "time_left",
 ]
 
 BASELINE = "kube-scheduler"
@@ -313,6 +314,18 @@ def _settings_problem(recorded: object, expected: Mapping[str, Any]) -> str | No
     return None
 
 
+def time_left(took: Sequence[float], remaining: int, workers: int) -> float:
+    """Seconds a grid's remaining replays should take: their mean so far, ``workers`` at once.
+
+    Elapsed time over finished replays overstates it early on: when the first of ``workers``
+    concurrent replays ends, the others have run as long, so it is counted about ``workers``
+    times over (the first estimate of a two-job grid came out near twice the truth).
+    """
+    if not took or remaining <= 0:
+        return 0.0
+    return sum(took) / len(took) * remaining / max(1, workers)
+
+
 def run_grid(
     runs: Sequence[GridRun],
     out_dir: Path,
@@ -333,8 +346,7 @@ def run_grid(
         trace = traces[run.trace_path]
         eta = ""
         if took:
-            left = sum(took) / len(took) * (len(todo) - n + 1)
-            eta = f", about {left / 60:.0f} min left"
+            eta = f", about {time_left(took, len(todo) - n + 1, 1) / 60:.0f} min left"
         out(
             f"[{n}/{len(todo)}] {run.trace_path.stem} under {run.scheduler.label} "
             f"({trace.nodes} nodes, {options.real_duration(trace):.0f}s{eta})"

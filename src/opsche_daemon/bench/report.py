@@ -265,8 +265,8 @@ def disruptions_per_placed(result: ReplayResult) -> float | None:
 def plan_evictions(result: ReplayResult) -> int:
     """Every pod plans evicted (moves and evictions, initial pods included): the ratio's numerator.
 
-    Read on its own it says what the ratio hides: a variant whose plans place more pods, some
-    of which would have been placed without a plan, lowers its ratio while evicting more.
+    Read on its own it says what the ratio hides: a variant whose plans place more pods lowers
+    its ratio even while it evicts more.
     """
     causes = result.summary.all_disruptions_by_cause
     if causes is not None:

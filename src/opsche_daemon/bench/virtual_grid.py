@@ -26,6 +26,7 @@ from opsche_daemon.bench.replay import (
     check_resumable,
     existing_result,
     result_path,
+    time_left,
 )
 from opsche_daemon.bench.report import disruptions_per_placed
 from opsche_daemon.config import SchedulerConfig, Trigger, decision_settings, load_config
@@ -34,13 +35,7 @@ from opsche_daemon.simulation.opsche import SolverTime
 from opsche_daemon.trace.model import read_trace
 from opsche_daemon.trace.result import SchedulerRun
 
-__all__ = [
-    "default_jobs",
-    "run_virtual_grid",
-    "time_left",
-    "virtual_config",
-    "virtual_scheduler",
-]
+__all__ = ["default_jobs", "run_virtual_grid", "virtual_config", "virtual_scheduler"]
 
 
 def default_jobs() -> int:
@@ -49,18 +44,6 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
-
-
-def time_left(took: Sequence[float], remaining: int, workers: int) -> float:
-    """Seconds the grid's remaining replays should take: their mean so far, ``workers`` at once.
-
-    Elapsed time over finished replays overstates it early on: when the first of ``workers``
-    concurrent replays ends, the others have run as long, so it is counted about ``workers``
-    times over (the first estimate of a two-job grid came out near twice the truth).
-    """
-    if not took or remaining <= 0:
-        return 0.0
-    return sum(took) / len(took) * remaining / max(1, workers)
 
 
 def virtual_scheduler(run: SchedulerRun) -> SchedulerRun:

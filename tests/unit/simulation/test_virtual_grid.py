@@ -19,13 +19,9 @@ from opsche_daemon.bench.replay import (
     parse_scheduler,
     plan_grid,
     result_path,
-)
-from opsche_daemon.bench.virtual_grid import (
-    run_virtual_grid,
     time_left,
-    virtual_config,
-    virtual_scheduler,
 )
+from opsche_daemon.bench.virtual_grid import run_virtual_grid, virtual_config, virtual_scheduler
 from opsche_daemon.config import SchedulerConfig, Trigger, decision_settings
 from opsche_daemon.replay.driver import ReplayOptions
 from opsche_daemon.trace.model import read_trace
