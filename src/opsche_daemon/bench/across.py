@@ -15,9 +15,9 @@ scheduler), and the seeds together get one more, a mean over all their traces, w
 seed has such traces. Disruptions per placed pod are the mean of the per-trace ratios, as the
 per-setting tables and the goals table count them, so the numbers agree with the rest of the
 report. Their two terms stand beside them, because a ratio can fall for the wrong reason: the
-grid's blocking variants evict more than non-blocking ones (with four priorities, 36-80 % more
-at equal usage), yet show the lower ratio, because more of their solves end in an enforced plan
-and each places more pending pods.
+grid's blocking variants evict more than non-blocking ones at equal usage (by how much is in
+docs/evaluation.md), yet show the lower ratio, because more of their solves end in an enforced
+plan and each places more pending pods.
 """
 
 from __future__ import annotations
