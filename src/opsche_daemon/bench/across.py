@@ -6,7 +6,11 @@ needs one number per variant, over many settings, and a fair one: every row must
 traces. A grid in progress breaks that by default, because its early variants have run on more
 (and other) traces than its late ones; a row over a variant's easy traces would beat a row over
 another's hard ones for no reason but the order the grid ran in. So a trace counts only if every
-configuration in the report was paired on it, and the report names the traces that leaves out.
+configuration in the tables was paired on it, and the report names the traces that leaves out.
+The grid's parts make the opposite case too: the first runs of a new part (``all`` after
+``tables``) cover one trace, and demanding them everywhere would shrink every table to that
+trace. So the tables keep whichever of the two (fewer traces, or fewer configurations: those
+paired on the most traces) keeps more runs, and the report names the configurations it left out.
 Where a number is missing on some of a table's traces (a run whose plans placed nothing has no
 disruptions per placed pod), its cell says over how many it is, as ``(n=…)``.
 
@@ -128,8 +132,12 @@ def _row(label: str, pairs: Sequence[Pair]) -> AcrossRow:
     )
 
 
-def _table(title: str, traces: Sequence[str], by_trace: dict[str, dict[str, Pair]]) -> AcrossTable:
-    labels = sorted({label for t in traces for label in by_trace[t]})
+def _table(
+    title: str,
+    labels: Sequence[str],
+    traces: Sequence[str],
+    by_trace: dict[str, dict[str, Pair]],
+) -> AcrossTable:
     rows = tuple(_row(label, [by_trace[t][label] for t in traces]) for label in labels)
     one = sum(1 for t in traces if next(iter(by_trace[t].values())).setting.priorities == 1)
     return AcrossTable(title, tuple(traces), one, len(traces) - one, rows)
@@ -145,22 +153,44 @@ def _trace_seed(pairs: Sequence[Pair]) -> tuple[object, str | None]:
     return next(iter(seeds.values())), None
 
 
+def _widest(labels: Sequence[str], ran: Sequence[set[str]]) -> tuple[str, ...]:
+    """The configurations whose common traces hold the most runs (configurations x traces).
+
+    The candidates are nested: the configurations paired on at least ``c`` of the traces in
+    ``ran`` (each trace's set of configurations), for every ``c`` some configuration has. A tie
+    goes to the candidate with more traces, the broader base for a mean.
+    """
+    coverage = {label: sum(1 for r in ran if label in r) for label in labels}
+    best: tuple[int, int, tuple[str, ...]] = (-1, -1, tuple(labels))
+    for c in sorted(set(coverage.values()), reverse=True):
+        chosen = tuple(label for label in labels if coverage[label] >= c)
+        traces = sum(1 for r in ran if r.issuperset(chosen))
+        best = max(best, (len(chosen) * traces, traces, chosen), key=lambda b: (b[0], b[1]))
+    return best[2]
+
+
 def across_settings(pairs: Sequence[Pair]) -> Across:
     """Per seed (trace header ``seed``), the means over the traces every configuration ran.
 
-    A paired trace on which some configuration of the report has no pair is left out of every
-    table, as is one whose runs disagree on the seed; ``left_out`` says which and why, one line
-    per seed and reason. (Traces with no pair at all are the report's unpaired runs.)
+    The configurations are those whose common traces hold the most runs (``_widest``); the rest
+    are named in ``left_out`` with the number of traces they were paired on. A paired trace on
+    which some of the chosen configurations has no pair is left out of every table, as is one
+    whose runs disagree on the seed; ``left_out`` says which and why, one line per seed and
+    reason. (Traces with no pair at all are the report's unpaired runs.)
     """
-    labels = tuple(sorted({p.label for p in pairs}))
+    every_label = tuple(sorted({p.label for p in pairs}))
     by_trace: dict[str, dict[str, Pair]] = {}
     for pair in pairs:
         by_trace.setdefault(pair.trace, {})[pair.label] = pair
+    seeded = {trace: _trace_seed(list(runs.values())) for trace, runs in by_trace.items()}
+    ran = [set(by_trace[t]) for t, (_, problem) in seeded.items() if problem is None]
+    labels = _widest(every_label, ran)
+    dropped = [label for label in every_label if label not in labels]
     seeds: dict[object, list[str]] = {}
     left: dict[tuple[str, str], list[str]] = {}
     for trace in sorted(by_trace):
         runs = by_trace[trace]
-        seed, problem = _trace_seed(list(runs.values()))
+        seed, problem = seeded[trace]
         where = "" if problem is not None else _seed_text(seed)
         missing = [label for label in labels if label not in runs]
         if problem is None and missing:
@@ -173,14 +203,24 @@ def across_settings(pairs: Sequence[Pair]) -> Across:
         else:
             left.setdefault((where, problem), []).append(trace)
     order = sorted(seeds, key=_seed_order)
-    tables = [_table(_seed_text(seed), seeds[seed], by_trace) for seed in order]
+    tables = [_table(_seed_text(seed), labels, seeds[seed], by_trace) for seed in order]
     if len(tables) > 1:
-        tables.append(_table("all seeds", [t for seed in order for t in seeds[seed]], by_trace))
+        tables.append(
+            _table("all seeds", labels, [t for seed in order for t in seeds[seed]], by_trace)
+        )
     left_out = tuple(
         f"{where + ', ' if where else ''}{_plural(len(traces), 'trace')}: {problem}: "
         f"{', '.join(traces)}"
         for (where, problem), traces in left.items()
     )
+    if dropped:
+        counts = ", ".join(
+            f"{label} ({sum(1 for r in ran if label in r)} of {len(ran)})" for label in dropped
+        )
+        left_out += (
+            f"{_plural(len(dropped), 'configuration')}, paired on too few of the traces to share "
+            f"them (traces paired): {counts}",
+        )
     return Across(labels, tuple(tables), left_out)
 
 
@@ -215,7 +255,9 @@ def format_across(across: Across) -> str:
         "plans placed: a lower ratio from more placed pods is not fewer evictions), and solver "
         "runs. `(n=…)` marks a mean over fewer traces, where the others lack "
         "the number. The last table, where there are several seeds, is the mean over all their "
-        "traces (each seed weighs as many traces as it has).",
+        "traces (each seed weighs as many traces as it has). A configuration paired on too few "
+        "traces (a grid part just begun) is left out instead of the traces, where that keeps "
+        "more runs in the tables; the list at the end names it.",
     ]
     if not across.tables:
         lines += ["", "No trace has a pair for every configuration yet."]

@@ -195,3 +195,30 @@ def test_a_number_missing_on_some_traces_says_over_how_many_it_is() -> None:
 
 def test_no_pairs_no_section() -> None:
     assert format_across(across_settings([])) == ""
+
+
+def test_a_configuration_just_begun_is_left_out_instead_of_the_traces() -> None:
+    # "late" ran on one trace of three: demanding it would leave one trace (2 x 1 runs);
+    # leaving it out keeps three traces of "periodic" (1 x 3 runs).
+    results = [seeded(run(name, KS, usage=0.5), 1) for name in ("t1", "t2", "t3")] + [
+        seeded(run(name, "periodic", usage=0.6), 1) for name in ("t1", "t2", "t3")
+    ]
+    results.append(seeded(run("t1", "late", usage=0.7), 1))
+    across = across_settings(paired_differences(results).pairs)
+    assert across.labels == ("periodic",)
+    (table,) = across.tables
+    assert table.traces == ("t1", "t2", "t3")
+    assert [r.label for r in table.rows] == ["periodic"]
+    assert across.left_out == (
+        "1 configuration, paired on too few of the traces to share them (traces paired): "
+        "late (1 of 3)",
+    )
+    assert "late (1 of 3)" in format_across(across)
+
+    # Once "late" has run on two of the three, both configurations on two traces (4 runs) beat
+    # one on three: the third trace is left out, as before.
+    results.append(seeded(run("t2", "late", usage=0.7), 1))
+    across = across_settings(paired_differences(results).pairs)
+    assert across.labels == ("late", "periodic")
+    assert across.tables[0].traces == ("t1", "t2")
+    assert across.left_out == ("seed 1, 1 trace: 1 of 2 configurations not paired (late): t3",)
