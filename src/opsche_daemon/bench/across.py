@@ -153,14 +153,15 @@ def _trace_seed(pairs: Sequence[Pair]) -> tuple[object, str | None]:
     return next(iter(seeds.values())), None
 
 
-def _widest(labels: Sequence[str], ran: Sequence[set[str]]) -> tuple[str, ...]:
+def _widest(coverage: dict[str, int], ran: Sequence[set[str]]) -> tuple[str, ...]:
     """The configurations whose common traces hold the most runs (configurations x traces).
 
     The candidates are nested: the configurations paired on at least ``c`` of the traces in
-    ``ran`` (each trace's set of configurations), for every ``c`` some configuration has. A tie
-    goes to the candidate with more traces, the broader base for a mean.
+    ``ran`` (each trace's set of configurations; ``coverage`` counts them per configuration),
+    for every ``c`` some configuration has. A tie goes to the candidate with more traces, the
+    broader base for a mean.
     """
-    coverage = {label: sum(1 for r in ran if label in r) for label in labels}
+    labels = tuple(coverage)
     best: tuple[int, int, tuple[str, ...]] = (-1, -1, tuple(labels))
     for c in sorted(set(coverage.values()), reverse=True):
         chosen = tuple(label for label in labels if coverage[label] >= c)
@@ -184,7 +185,8 @@ def across_settings(pairs: Sequence[Pair]) -> Across:
         by_trace.setdefault(pair.trace, {})[pair.label] = pair
     seeded = {trace: _trace_seed(list(runs.values())) for trace, runs in by_trace.items()}
     ran = [set(by_trace[t]) for t, (_, problem) in seeded.items() if problem is None]
-    labels = _widest(every_label, ran)
+    coverage = {label: sum(1 for r in ran if label in r) for label in every_label}
+    labels = _widest(coverage, ran)
     dropped = [label for label in every_label if label not in labels]
     seeds: dict[object, list[str]] = {}
     left: dict[tuple[str, str], list[str]] = {}
@@ -214,9 +216,7 @@ def across_settings(pairs: Sequence[Pair]) -> Across:
         for (where, problem), traces in left.items()
     )
     if dropped:
-        counts = ", ".join(
-            f"{label} ({sum(1 for r in ran if label in r)} of {len(ran)})" for label in dropped
-        )
+        counts = ", ".join(f"{label} ({coverage[label]} of {len(ran)})" for label in dropped)
         left_out += (
             f"{_plural(len(dropped), 'configuration')}, paired on too few of the traces to share "
             f"them (traces paired): {counts}",
