@@ -61,6 +61,7 @@ def _report(args: argparse.Namespace) -> int:
         write_csv,
         write_figure,
     )
+    from opsche_daemon.bench.twins import format_twins, twin_rows  # noqa: PLC0415
 
     directory: Path = args.directory
     output: Path = args.output or directory
@@ -76,7 +77,11 @@ def _report(args: argparse.Namespace) -> int:
         from opsche_daemon.bench.paper import load_paper  # noqa: PLC0415
 
         paper = load_paper()
-    markdown = format_markdown(report, paper) + format_across(across_settings(report.pairs))
+    markdown = (
+        format_markdown(report, paper)
+        + format_across(across_settings(report.pairs))
+        + format_twins(twin_rows(report.pairs))
+    )
     try:
         output.mkdir(parents=True, exist_ok=True)
         (output / "report.md").write_text(markdown)
