@@ -14,6 +14,12 @@ paired on the most traces) keeps more runs, and the report names the configurati
 Where a number is missing on some of a table's traces (a run whose plans placed nothing has no
 disruptions per placed pod), its cell says over how many it is, as ``(n=…)``.
 
+The grid's parts differ in kind as well as in time: the paper's Tables 5-14 keep the default
+preemption on and Tables 15-24 turn it off. One table over both would re-base every mean of the
+first part onto the traces the second has reached, silently, the day the second covers more than
+half of them. So configurations with the default preemption off get their own tables
+(``across_parts``), as in the paper, and each part keeps its own traces.
+
 Each seed gets its own table (seeds differ: a seed whose pods live longer is harder for every
 scheduler), and the seeds together get one more, a mean over all their traces, when more than one
 seed has such traces. Disruptions per placed pod are the mean of the per-trace ratios, as the
@@ -38,9 +44,20 @@ from opsche_daemon.bench.report import (
     plan_evictions,
 )
 
-__all__ = ["Across", "AcrossRow", "AcrossTable", "across_settings", "format_across"]
+__all__ = [
+    "PREEMPTION_OFF",
+    "Across",
+    "AcrossRow",
+    "AcrossTable",
+    "across_parts",
+    "across_settings",
+    "format_across",
+]
 
 _DASH = "\u2013"  # an empty cell
+PREEMPTION_OFF = "-no-preemption"
+"""The label token of a configuration with kube-scheduler's default preemption off."""
+HEADING = "Across settings"
 
 
 @dataclass(frozen=True)
@@ -224,6 +241,16 @@ def across_settings(pairs: Sequence[Pair]) -> Across:
     return Across(labels, tuple(tables), left_out)
 
 
+def across_parts(pairs: Sequence[Pair]) -> tuple[tuple[str, Across], ...]:
+    """``across_settings`` per grid part: a heading and its tables, preemption off last if any."""
+    on = [p for p in pairs if PREEMPTION_OFF not in p.label]
+    off = [p for p in pairs if PREEMPTION_OFF in p.label]
+    parts = [(HEADING, across_settings(on))]
+    if off:
+        parts.append((f"{HEADING}, default preemption off", across_settings(off)))
+    return tuple(parts)
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -238,13 +265,13 @@ def _cell(stat: Stat | None, digits: int, of: int, *, signed: bool) -> str:
     return text if stat.n == of else f"{text} (n={stat.n})"
 
 
-def format_across(across: Across) -> str:
+def format_across(across: Across, heading: str = HEADING) -> str:
     """The Markdown section (empty without pairs): a table per seed, one over all, what is left."""
     if not across.labels:
         return ""
     lines = [
         "",
-        "## Across settings",
+        f"## {heading}",
         "",
         "Each configuration's mean over every trace on which all "
         f"{_plural(len(across.labels), 'configuration')} were paired, so every row of a table "

@@ -2,7 +2,8 @@
 
 Reads only result files (no cluster, no replay), so it is cheap to rerun after adding seeds or
 configurations. The Markdown (the paper's tables, then every configuration's means across
-settings, ``bench.across``) goes to stdout and, with the long-form CSV and the figure, into the
+settings, ``bench.across``, one section per grid part, and each configuration beside its
+twins, ``bench.twins``) goes to stdout and, with the long-form CSV and the figure, into the
 output directory. The report module and matplotlib are imported only when the command runs.
 """
 
@@ -50,7 +51,7 @@ def add_report_parser(sub: Any) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     from opsche_daemon.bench.across import (  # noqa: PLC0415 - on demand, as below
-        across_settings,
+        across_parts,
         format_across,
     )
     from opsche_daemon.bench.report import (  # noqa: PLC0415 - matplotlib and numpy on demand
@@ -79,7 +80,7 @@ def _report(args: argparse.Namespace) -> int:
         paper = load_paper()
     markdown = (
         format_markdown(report, paper)
-        + format_across(across_settings(report.pairs))
+        + "".join(format_across(across, heading) for heading, across in across_parts(report.pairs))
         + format_twins(twin_rows(report.pairs))
     )
     try:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from opsche_daemon.bench.across import across_settings, format_across
+from opsche_daemon.bench.across import across_parts, across_settings, format_across
 from opsche_daemon.bench.report import Stat, paired_differences
 from opsche_daemon.cli.main import main
 from opsche_daemon.trace.result import ReplayResult
@@ -222,3 +222,37 @@ def test_a_configuration_just_begun_is_left_out_instead_of_the_traces() -> None:
     assert across.labels == ("late", "periodic")
     assert across.tables[0].traces == ("t1", "t2")
     assert across.left_out == ("seed 1, 1 trace: 1 of 2 configurations not paired (late): t3",)
+
+
+def test_configurations_without_default_preemption_get_their_own_tables() -> None:
+    # "periodic-no-preemption" ran on two of three traces: in one shared table it would have
+    # taken the third trace out of periodic's means (2 x 2 runs beat 1 x 3). Kept apart, the
+    # preemption-on tables keep all three traces and the preemption-off ones have their two.
+    names = ("t1", "t2", "t3")
+    results = [seeded(run(name, KS, usage=0.5), 1) for name in names] + [
+        seeded(run(name, "periodic", usage=0.6), 1) for name in names
+    ]
+    results += [seeded(run(name, "periodic-no-preemption", usage=0.7), 1) for name in names[:2]]
+    pairs = paired_differences(results).pairs
+    shared = across_settings(pairs)
+    assert shared.tables[0].traces == ("t1", "t2")
+
+    (on_heading, on), (off_heading, off) = across_parts(pairs)
+    assert (on_heading, on.labels, on.tables[0].traces) == (
+        "Across settings",
+        ("periodic",),
+        names,
+    )
+    assert (off_heading, off.labels, off.tables[0].traces) == (
+        "Across settings, default preemption off",
+        ("periodic-no-preemption",),
+        ("t1", "t2"),
+    )
+    assert on.left_out == off.left_out == ()
+    assert format_across(off, off_heading).startswith(
+        "\n## Across settings, default preemption off\n"
+    )
+    # Without such configurations there is one part.
+    assert [h for h, _ in across_parts([p for p in pairs if p.label == "periodic"])] == [
+        "Across settings"
+    ]
