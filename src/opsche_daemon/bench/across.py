@@ -45,7 +45,6 @@ from opsche_daemon.bench.report import (
 )
 
 __all__ = [
-    "PREEMPTION_OFF",
     "Across",
     "AcrossRow",
     "AcrossTable",
@@ -55,8 +54,6 @@ __all__ = [
 ]
 
 _DASH = "\u2013"  # an empty cell
-PREEMPTION_OFF = "-no-preemption"
-"""The label token of a configuration with kube-scheduler's default preemption off."""
 HEADING = "Across settings"
 
 
@@ -243,8 +240,8 @@ def across_settings(pairs: Sequence[Pair]) -> Across:
 
 def across_parts(pairs: Sequence[Pair]) -> tuple[tuple[str, Across], ...]:
     """``across_settings`` per grid part: a heading and its tables, preemption off last if any."""
-    on = [p for p in pairs if PREEMPTION_OFF not in p.label]
-    off = [p for p in pairs if PREEMPTION_OFF in p.label]
+    off = [p for p in pairs if p.run.scheduler.preemption is False]  # as the run recorded it
+    on = [p for p in pairs if p.run.scheduler.preemption is not False]
     parts = [(HEADING, across_settings(on))]
     if off:
         parts.append((f"{HEADING}, default preemption off", across_settings(off)))

@@ -24,7 +24,6 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from opsche_daemon.bench.across import PREEMPTION_OFF
 from opsche_daemon.bench.report import Pair, disruptions_per_placed, plan_evictions
 from opsche_daemon.trace.result import ReplayResult
 
@@ -43,7 +42,7 @@ class Switch:
 
 SWITCHES = (
     Switch("blocking", "-blocking"),
-    Switch("default preemption off", PREEMPTION_OFF),
+    Switch("default preemption off", "-no-preemption"),
 )
 
 
