@@ -232,7 +232,9 @@ def test_configurations_without_default_preemption_get_their_own_tables() -> Non
     results = [seeded(run(name, KS, usage=0.5), 1) for name in names] + [
         seeded(run(name, "periodic", usage=0.6), 1) for name in names
     ]
-    no_preemption = [seeded(run(name, "periodic-no-preemption", usage=0.7), 1) for name in names[:2]]
+    no_preemption = [
+        seeded(run(name, "periodic-no-preemption", usage=0.7), 1) for name in names[:2]
+    ]
     results += [replace(r, scheduler=replace(r.scheduler, preemption=False)) for r in no_preemption]
     pairs = paired_differences(results).pairs
     shared = across_settings(pairs)
